@@ -1,0 +1,368 @@
+package apiserver
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The rule IDs a refusal names. They are the guarantee IDs of GUARANTEES.md
+// that each rule protects.
+const (
+	// RuleForceDelete: controllers only signal termination; force deletion of
+	// a bound, running pod is reserved (PS-9, with the exceptions of PS-8,
+	// PS-10 and PS-14).
+	RuleForceDelete = "PS-9"
+	// RuleBind: a pod is placed on a node once, by the scheduler (LC-3).
+	RuleBind = "LC-3"
+	// RulePodStatus: a pod's status is reported by its own node's kubelet,
+	// with narrow exceptions for the scheduler and the node controller (LC-2).
+	RulePodStatus = "LC-2"
+	// RuleHeartbeat: a kubelet writes only its own Node object and its own
+	// node lease, so one node cannot keep another alive or mark it dead (PS-13).
+	RuleHeartbeat = "PS-13"
+	// RuleFence: only the fencing controller (or admin) sets or clears the
+	// fence condition; a fenced node must not come back by itself (PS-14).
+	RuleFence = "PS-14"
+	// RuleNodeDelete: deleting a Node declares a permanent partition and
+	// licenses pod GC to force delete its pods, so only admin does it (PS-10).
+	RuleNodeDelete = "PS-10"
+)
+
+// Verbs as Authorize sees them: the Kubernetes API verbs.
+const (
+	VerbGet              = "get"
+	VerbList             = "list"
+	VerbWatch            = "watch"
+	VerbCreate           = "create"
+	VerbUpdate           = "update"
+	VerbPatch            = "patch"
+	VerbDelete           = "delete"
+	VerbDeleteCollection = "deletecollection"
+)
+
+// Request is everything Authorize needs to decide one API request. The
+// handler fills it from the URL, the decoded body and the stored state.
+type Request struct {
+	// Identity is the authenticated caller (see identity.go).
+	Identity string
+	// Verb is one of the Verb constants.
+	Verb string
+	// Resource is the group and plural resource ("pods", "leases" in
+	// "coordination.k8s.io").
+	Resource schema.GroupResource
+	// Subresource is "", "status", "binding", "eviction" or "scale".
+	Subresource string
+	// Namespace and Name name the object ("" for collections).
+	Namespace, Name string
+	// Object is the object as it would be written (create, update, patch),
+	// after defaulting; nil for other verbs.
+	Object runtime.Object
+	// Old is the stored object for update, patch, delete and subresources;
+	// nil for create.
+	Old runtime.Object
+	// GracePeriodSeconds is the effective grace of a pod deletion after GP-6
+	// (0 for unscheduled and terminal pods); nil for other requests.
+	GracePeriodSeconds *int64
+	// Node is the stored Node a pod is bound to, for requests whose decision
+	// depends on it (force deletion, node-controller status writes); nil when
+	// no such Node exists.
+	Node *corev1.Node
+}
+
+// Decision is Authorize's answer. A refusal names its rule and says why in a
+// sentence that can go straight into a 403 Status message.
+type Decision struct {
+	// Allowed is true when the request may proceed.
+	Allowed bool
+	// Rule is the rule ID that refused the request ("" when allowed).
+	Rule string
+	// Reason explains a refusal, starting with the rule ID.
+	Reason string
+}
+
+// allow is the Decision for a permitted request.
+var allow = Decision{Allowed: true}
+
+// refuse builds a refusal of rule with a formatted reason.
+func refuse(rule, format string, args ...any) Decision {
+	return Decision{Rule: rule, Reason: rule + ": " + fmt.Sprintf(format, args...)}
+}
+
+var (
+	grPods   = schema.GroupResource{Resource: "pods"}
+	grNodes  = schema.GroupResource{Resource: "nodes"}
+	grLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+)
+
+// Authorize decides whether req may proceed under the pod-safety authority
+// rules. It is a pure function of req: every fact it needs (stored pod, its
+// node, effective grace) is in req, so it can be table-tested and replayed by
+// a checker. Anything no rule mentions is allowed to every authenticated
+// identity.
+func Authorize(req Request) Decision {
+	switch req.Verb {
+	case VerbGet, VerbList, VerbWatch:
+		return allow
+	}
+	switch req.Resource {
+	case grPods:
+		return authorizePod(req)
+	case grNodes:
+		return authorizeNode(req)
+	case grLeases:
+		return authorizeLease(req)
+	}
+	return allow
+}
+
+// authorizePod applies the pod rules: force deletion, binding, status.
+func authorizePod(req Request) Decision {
+	id := req.Identity
+	switch {
+	case req.Verb == VerbCreate && req.Subresource == "":
+		pod, _ := req.Object.(*corev1.Pod)
+		if pod != nil && pod.Spec.NodeName != "" && id != IdentityAdmin {
+			return refuse(RuleBind, "%s may not create pod %s already bound to node %s; create it unbound and let the scheduler bind it",
+				id, podRef(req), pod.Spec.NodeName)
+		}
+		return allow
+
+	case req.Subresource == "binding":
+		if id == IdentityScheduler || id == IdentityAdmin {
+			return allow
+		}
+		return refuse(RuleBind, "%s may not bind pod %s; only the scheduler binds", id, podRef(req))
+
+	case req.Subresource == "status" && (req.Verb == VerbUpdate || req.Verb == VerbPatch):
+		return authorizePodStatus(req)
+
+	case req.Verb == VerbDelete || req.Verb == VerbDeleteCollection ||
+		(req.Verb == VerbCreate && req.Subresource == "eviction"):
+		return authorizePodDelete(req)
+	}
+	return allow
+}
+
+// authorizePodDelete lets anyone delete gracefully and reserves force
+// deletion of a bound, non-terminal pod.
+func authorizePodDelete(req Request) Decision {
+	old, _ := req.Old.(*corev1.Pod)
+	if old == nil || req.GracePeriodSeconds == nil || *req.GracePeriodSeconds > 0 {
+		return allow
+	}
+	node := old.Spec.NodeName
+	if node == "" || podTerminal(old) {
+		// Nothing can be running: deleting it at once is not a force deletion.
+		return allow
+	}
+	id := req.Identity
+	switch {
+	case id == IdentityAdmin:
+		return allow
+	case id == KubeletIdentity(node):
+		// PS-8: the pod's own kubelet finishes the deletion once its
+		// containers are confirmed terminated.
+		return allow
+	case id == IdentityPodGC && req.Node == nil:
+		// PS-10: the node object is gone, which means a permanent partition.
+		return allow
+	case id == IdentityFencingController && nodeFenced(req.Node):
+		// PS-14: the node is confirmed fenced; nothing of it can still run.
+		return allow
+	}
+	why := "controllers only delete gracefully"
+	switch {
+	case id == IdentityPodGC:
+		why = fmt.Sprintf("pod GC force deletes only pods whose node object is gone (PS-10), and node %s exists", node)
+	case id == IdentityFencingController:
+		why = fmt.Sprintf("the fencing controller force deletes only after node %s carries condition %s=True (PS-14)", node, FencedCondition)
+	case isKubelet(id):
+		why = fmt.Sprintf("only kubelet:%s finishes the deletion of its own pods (PS-8)", node)
+	}
+	return refuse(RuleForceDelete, "%s may not force delete pod %s (bound to %s, not terminated); %s",
+		id, podRef(req), node, why)
+}
+
+// authorizePodStatus admits status writes by the pod's own kubelet, admin,
+// the scheduler (conditions and nominatedNodeName only) and the node
+// controller (conditions, phase, reason and message, only for pods whose node
+// is not Ready or gone).
+func authorizePodStatus(req Request) Decision {
+	old, _ := req.Old.(*corev1.Pod)
+	upd, _ := req.Object.(*corev1.Pod)
+	if old == nil || upd == nil {
+		return allow
+	}
+	id := req.Identity
+	node := old.Spec.NodeName
+	switch {
+	case id == IdentityAdmin:
+		return allow
+	case node != "" && id == KubeletIdentity(node):
+		return allow
+	case isKubelet(id):
+		if node == "" {
+			return refuse(RulePodStatus, "%s may not write the status of pod %s, which is not bound to any node", id, podRef(req))
+		}
+		return refuse(RulePodStatus, "%s may not write the status of pod %s, which is bound to %s", id, podRef(req), node)
+	case id == IdentityScheduler:
+		if statusOnlyChanged(old.Status, upd.Status, func(s *corev1.PodStatus) {
+			s.Conditions = nil
+			s.NominatedNodeName = ""
+		}) {
+			return allow
+		}
+		return refuse(RulePodStatus, "the scheduler may change only conditions and nominatedNodeName in the status of pod %s", podRef(req))
+	case id == IdentityNodeController:
+		if node != "" && nodeReady(req.Node) {
+			return refuse(RulePodStatus, "the node controller may write the status of pod %s only while its node %s is not Ready", podRef(req), node)
+		}
+		if statusOnlyChanged(old.Status, upd.Status, func(s *corev1.PodStatus) {
+			s.Conditions = nil
+			s.Phase = ""
+			s.Reason = ""
+			s.Message = ""
+		}) {
+			return allow
+		}
+		return refuse(RulePodStatus, "the node controller may change only conditions, phase, reason and message in the status of pod %s", podRef(req))
+	}
+	return refuse(RulePodStatus, "%s may not write the status of pod %s; only its kubelet, the scheduler, the node controller and admin do", id, podRef(req))
+}
+
+// statusOnlyChanged reports whether a and b are equal once clear has removed
+// the fields the caller may change from both.
+func statusOnlyChanged(a, b corev1.PodStatus, clear func(*corev1.PodStatus)) bool {
+	a, b = *a.DeepCopy(), *b.DeepCopy()
+	clear(&a)
+	clear(&b)
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// authorizeNode applies the node rules: kubelets write only their own Node,
+// the node and fencing controllers update any, only admin deletes, and only
+// the fencing controller and admin touch the fence condition.
+func authorizeNode(req Request) Decision {
+	id := req.Identity
+	name := req.Name
+	if name == "" {
+		if n, ok := req.Object.(*corev1.Node); ok {
+			name = n.Name
+		}
+	}
+	switch req.Verb {
+	case VerbDelete, VerbDeleteCollection:
+		if id == IdentityAdmin {
+			return allow
+		}
+		return refuse(RuleNodeDelete, "%s may not delete node %s; deleting a node declares it permanently gone, which only admin does", id, name)
+	case VerbCreate:
+		if id == IdentityAdmin || id == KubeletIdentity(name) {
+			return allow
+		}
+		return refuse(RuleHeartbeat, "%s may not create node %s; a kubelet registers only its own node", id, name)
+	case VerbUpdate, VerbPatch:
+		switch {
+		case id == IdentityAdmin, id == KubeletIdentity(name), id == IdentityNodeController, id == IdentityFencingController:
+		default:
+			return refuse(RuleHeartbeat, "%s may not update node %s; only its own kubelet, the node controller, the fencing controller and admin do", id, name)
+		}
+		if id == IdentityAdmin || id == IdentityFencingController {
+			return allow
+		}
+		oldNode, _ := req.Old.(*corev1.Node)
+		newNode, _ := req.Object.(*corev1.Node)
+		if fenceChanged(oldNode, newNode) {
+			return refuse(RuleFence, "%s may not change condition %s of node %s; only the fencing controller and admin do", id, FencedCondition, name)
+		}
+		return allow
+	}
+	return allow
+}
+
+// authorizeLease reserves each node heart-beat lease for its own kubelet.
+func authorizeLease(req Request) Decision {
+	if req.Namespace != KubeLeaseNamespace {
+		return allow
+	}
+	id := req.Identity
+	if id == IdentityAdmin {
+		return allow
+	}
+	name := req.Name
+	if name == "" && req.Object != nil {
+		if m, err := metaOf(req.Object); err == nil {
+			name = m.GetName()
+		}
+	}
+	if name != "" && id == KubeletIdentity(name) {
+		return allow
+	}
+	return refuse(RuleHeartbeat, "%s may not %s lease %s/%s; a node's lease is written only by its own kubelet", id, req.Verb, req.Namespace, name)
+}
+
+// podRef renders the pod a request is about as namespace/name.
+func podRef(req Request) string {
+	name, ns := req.Name, req.Namespace
+	for _, o := range []runtime.Object{req.Old, req.Object} {
+		if p, ok := o.(*corev1.Pod); ok && p != nil {
+			if name == "" {
+				name = p.Name
+			}
+			if ns == "" {
+				ns = p.Namespace
+			}
+		}
+	}
+	return ns + "/" + name
+}
+
+// isKubelet reports whether identity is some kubelet's.
+func isKubelet(identity string) bool {
+	_, ok := KubeletNode(identity)
+	return ok
+}
+
+// podTerminal reports whether a pod's phase is Succeeded or Failed.
+func podTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// nodeFenced reports whether node carries the fence condition with status True.
+func nodeFenced(node *corev1.Node) bool {
+	c := nodeCondition(node, FencedCondition)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// nodeReady reports whether node exists and its Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	c := nodeCondition(node, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// nodeCondition returns node's condition of type t, or nil.
+func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	if node == nil {
+		return nil
+	}
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == t {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// fenceChanged reports whether the fence condition's presence or status
+// differs between two versions of a node.
+func fenceChanged(oldNode, newNode *corev1.Node) bool {
+	a, b := nodeCondition(oldNode, FencedCondition), nodeCondition(newNode, FencedCondition)
+	if (a == nil) != (b == nil) {
+		return true
+	}
+	return a != nil && a.Status != b.Status
+}

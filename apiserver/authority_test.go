@@ -1,0 +1,193 @@
+package apiserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func int64p(v int64) *int64 { return &v }
+
+// TestAuthorize checks every rule with at least one allowed and one refused
+// request.
+func TestAuthorize(t *testing.T) {
+	bound := makePod("p").node("node-1").phase(corev1.PodRunning).obj()
+	unbound := makePod("p").obj()
+	succeeded := makePod("p").node("node-1").phase(corev1.PodSucceeded).obj()
+	failed := makePod("p").node("node-1").phase(corev1.PodFailed).obj()
+	terminating := makePod("p").node("node-1").phase(corev1.PodRunning).terminating(testStart, 30).obj()
+	readyNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionTrue).obj()
+	lostNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).obj()
+	fencedNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).condition(FencedCondition, corev1.ConditionTrue).obj()
+	unfencedNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).condition(FencedCondition, corev1.ConditionFalse).obj()
+
+	forceDelete := func(id string, pod *corev1.Pod, node *corev1.Node) Request {
+		return Request{Identity: id, Verb: VerbDelete, Resource: grPods, Namespace: "default", Name: "p",
+			Old: pod, GracePeriodSeconds: int64p(EffectiveGracePeriod(pod, int64p(0))), Node: node}
+	}
+	gracefulDelete := func(id string, pod *corev1.Pod) Request {
+		return Request{Identity: id, Verb: VerbDelete, Resource: grPods, Namespace: "default", Name: "p",
+			Old: pod, GracePeriodSeconds: int64p(EffectiveGracePeriod(pod, nil))}
+	}
+	withStatus := func(p *corev1.Pod, change func(*corev1.PodStatus)) *corev1.Pod {
+		p = p.DeepCopy()
+		change(&p.Status)
+		return p
+	}
+	statusWrite := func(id string, old, upd *corev1.Pod, node *corev1.Node) Request {
+		return Request{Identity: id, Verb: VerbUpdate, Resource: grPods, Subresource: subStatus,
+			Namespace: "default", Name: "p", Old: old, Object: upd, Node: node}
+	}
+	setCondition := func(s *corev1.PodStatus) {
+		s.Conditions = append(s.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+	}
+	nodeWrite := func(id, verb string, old, upd *corev1.Node) Request {
+		return Request{Identity: id, Verb: verb, Resource: grNodes, Name: "node-1", Old: old, Object: upd}
+	}
+	leaseWrite := func(id, ns, name string) Request {
+		return Request{Identity: id, Verb: VerbUpdate, Resource: grLeases, Namespace: ns, Name: name}
+	}
+	kubelet1, kubelet2 := KubeletIdentity("node-1"), KubeletIdentity("node-2")
+	allowed := Decision{Allowed: true}
+	refusedBy := func(rule string) Decision { return Decision{Rule: rule} }
+
+	tests := []struct {
+		name string
+		req  Request
+		want Decision
+	}{
+		// PS-8/PS-9/PS-10/PS-14: force deletion of a bound, running pod.
+		{"PS-8 own kubelet force deletes", forceDelete(kubelet1, bound, readyNode), allowed},
+		{"PS-8 own kubelet finishes a terminating pod", forceDelete(kubelet1, terminating, readyNode), allowed},
+		{"PS-9 other kubelet may not force delete", forceDelete(kubelet2, terminating, readyNode), refusedBy(RuleForceDelete)},
+		{"PS-16 admin force deletes", forceDelete(IdentityAdmin, bound, readyNode), allowed},
+		{"PS-9 node controller may not force delete", forceDelete(IdentityNodeController, bound, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-9 pet controller may not force delete", forceDelete(IdentityPetController, terminating, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-9 replicaset controller may not force delete", forceDelete(IdentityReplicaSetController, bound, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-9 scheduler may not force delete", forceDelete(IdentityScheduler, bound, readyNode), refusedBy(RuleForceDelete)},
+		{"PS-9 workload may not force delete", forceDelete(IdentityWorkload, bound, readyNode), refusedBy(RuleForceDelete)},
+		{"PS-10 pod GC force deletes when the node is gone", forceDelete(IdentityPodGC, bound, nil), allowed},
+		{"PS-10 pod GC may not force delete while the node exists", forceDelete(IdentityPodGC, bound, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-14 fencing controller force deletes on a fenced node", forceDelete(IdentityFencingController, bound, fencedNode), allowed},
+		{"PS-14 fencing controller may not force delete before the fence is confirmed", forceDelete(IdentityFencingController, bound, unfencedNode), refusedBy(RuleForceDelete)},
+		{"PS-14 fencing controller may not force delete without a fence condition", forceDelete(IdentityFencingController, bound, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-9 controllers delete gracefully", gracefulDelete(IdentityNodeController, bound), allowed},
+		{"GP-6 unscheduled pod is not a force deletion", forceDelete(IdentityWorkload, unbound, nil), allowed},
+		{"GP-6 succeeded pod is not a force deletion", forceDelete(IdentityReplicaSetController, succeeded, readyNode), allowed},
+		{"GP-6 failed pod is not a force deletion", forceDelete(IdentityNodeController, failed, readyNode), allowed},
+		{"PS-9 eviction with grace 0 is a force deletion", func() Request {
+			r := forceDelete(IdentityWorkload, bound, readyNode)
+			r.Verb, r.Subresource = VerbCreate, subEviction
+			return r
+		}(), refusedBy(RuleForceDelete)},
+
+		// LC-3: binding and pre-bound pods.
+		{"LC-3 scheduler binds", Request{Identity: IdentityScheduler, Verb: VerbCreate, Resource: grPods, Subresource: subBinding, Name: "p", Old: unbound}, allowed},
+		{"LC-3 workload may not bind", Request{Identity: IdentityWorkload, Verb: VerbCreate, Resource: grPods, Subresource: subBinding, Name: "p", Old: unbound}, refusedBy(RuleBind)},
+		{"LC-3 kubelet may not bind", Request{Identity: kubelet1, Verb: VerbCreate, Resource: grPods, Subresource: subBinding, Name: "p"}, refusedBy(RuleBind)},
+		{"LC-3 admin creates a bound pod", Request{Identity: IdentityAdmin, Verb: VerbCreate, Resource: grPods, Object: bound}, allowed},
+		{"LC-3 workload may not create a bound pod", Request{Identity: IdentityWorkload, Verb: VerbCreate, Resource: grPods, Object: bound}, refusedBy(RuleBind)},
+		{"LC-3 workload creates an unbound pod", Request{Identity: IdentityWorkload, Verb: VerbCreate, Resource: grPods, Object: unbound}, allowed},
+
+		// LC-2: pod status.
+		{"LC-2 own kubelet writes status", statusWrite(kubelet1, bound, withStatus(bound, func(s *corev1.PodStatus) { s.Phase = corev1.PodSucceeded }), nil), allowed},
+		{"LC-2 other kubelet may not write status", statusWrite(kubelet2, bound, withStatus(bound, setCondition), nil), refusedBy(RulePodStatus)},
+		{"LC-2 kubelet may not write status of an unbound pod", statusWrite(kubelet1, unbound, withStatus(unbound, setCondition), nil), refusedBy(RulePodStatus)},
+		{"LC-2 scheduler writes conditions and nominatedNodeName", statusWrite(IdentityScheduler, unbound, withStatus(unbound, func(s *corev1.PodStatus) {
+			setCondition(s)
+			s.NominatedNodeName = "node-2"
+		}), nil), allowed},
+		{"LC-2 scheduler may not write the phase", statusWrite(IdentityScheduler, unbound, withStatus(unbound, func(s *corev1.PodStatus) { s.Phase = corev1.PodRunning }), nil), refusedBy(RulePodStatus)},
+		{"LC-4 node controller fails a pod on a lost node", statusWrite(IdentityNodeController, bound, withStatus(bound, func(s *corev1.PodStatus) {
+			s.Phase, s.Reason = corev1.PodFailed, "NodeLost"
+			setCondition(s)
+		}), lostNode), allowed},
+		{"LC-4 node controller writes status of a pod whose node is gone", statusWrite(IdentityNodeController, bound, withStatus(bound, setCondition), nil), allowed},
+		{"LC-2 node controller may not write status on a Ready node", statusWrite(IdentityNodeController, bound, withStatus(bound, setCondition), readyNode), refusedBy(RulePodStatus)},
+		{"LC-2 node controller may not write podIP", statusWrite(IdentityNodeController, bound, withStatus(bound, func(s *corev1.PodStatus) { s.PodIP = "10.0.0.1" }), lostNode), refusedBy(RulePodStatus)},
+		{"LC-2 workload may not write status", statusWrite(IdentityWorkload, bound, withStatus(bound, setCondition), nil), refusedBy(RulePodStatus)},
+		{"LC-2 admin writes status", statusWrite(IdentityAdmin, bound, withStatus(bound, setCondition), nil), allowed},
+
+		// PS-13, PS-14, PS-10: nodes.
+		{"PS-13 kubelet registers its own node", nodeWrite(kubelet1, VerbCreate, nil, readyNode), allowed},
+		{"PS-13 kubelet may not register another node", Request{Identity: kubelet2, Verb: VerbCreate, Resource: grNodes, Object: readyNode}, refusedBy(RuleHeartbeat)},
+		{"PS-13 kubelet updates its own node", nodeWrite(kubelet1, VerbUpdate, readyNode, lostNode), allowed},
+		{"PS-13 kubelet may not update another node", nodeWrite(kubelet2, VerbPatch, readyNode, lostNode), refusedBy(RuleHeartbeat)},
+		{"PS-13 node controller updates a node", nodeWrite(IdentityNodeController, VerbUpdate, readyNode, lostNode), allowed},
+		{"PS-13 node controller may not create a node", nodeWrite(IdentityNodeController, VerbCreate, nil, readyNode), refusedBy(RuleHeartbeat)},
+		{"PS-13 workload may not update a node", nodeWrite(IdentityWorkload, VerbUpdate, readyNode, lostNode), refusedBy(RuleHeartbeat)},
+		{"PS-14 fencing controller sets the fence", nodeWrite(IdentityFencingController, VerbUpdate, lostNode, fencedNode), allowed},
+		{"PS-14 kubelet may not clear its fence", nodeWrite(kubelet1, VerbUpdate, fencedNode, lostNode), refusedBy(RuleFence)},
+		{"PS-14 node controller may not set a fence", nodeWrite(IdentityNodeController, VerbUpdate, lostNode, fencedNode), refusedBy(RuleFence)},
+		{"PS-14 kubelet update keeping the fence", nodeWrite(kubelet1, VerbUpdate, fencedNode, fencedNode), allowed},
+		{"PS-10 admin deletes a node", nodeWrite(IdentityAdmin, VerbDelete, readyNode, nil), allowed},
+		{"PS-10 node controller may not delete a node", nodeWrite(IdentityNodeController, VerbDelete, readyNode, nil), refusedBy(RuleNodeDelete)},
+		{"PS-10 kubelet may not delete its node", nodeWrite(kubelet1, VerbDelete, readyNode, nil), refusedBy(RuleNodeDelete)},
+
+		// PS-13: node leases.
+		{"PS-13 kubelet renews its own lease", leaseWrite(kubelet1, KubeLeaseNamespace, "node-1"), allowed},
+		{"PS-13 kubelet may not renew another node's lease", leaseWrite(kubelet1, KubeLeaseNamespace, "node-2"), refusedBy(RuleHeartbeat)},
+		{"PS-13 node controller may not write a node lease", leaseWrite(IdentityNodeController, KubeLeaseNamespace, "node-1"), refusedBy(RuleHeartbeat)},
+		{"PS-13 admin writes a node lease", leaseWrite(IdentityAdmin, KubeLeaseNamespace, "node-1"), allowed},
+		{"leases elsewhere are anyone's", leaseWrite(IdentityScheduler, "kube-system", "scheduler"), allowed},
+
+		// Everything else.
+		{"reads are anyone's", Request{Identity: IdentityWorkload, Verb: VerbList, Resource: grNodes}, allowed},
+		{"other resources are anyone's", Request{Identity: IdentityWorkload, Verb: VerbDelete,
+			Resource: schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Name: "s"}, allowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Authorize(tt.req)
+			if diff := cmp.Diff(tt.want, Decision{Allowed: got.Allowed, Rule: got.Rule}); diff != "" {
+				t.Errorf("Authorize (-want +got):\n%s\nreason: %s", diff, got.Reason)
+			}
+			if !got.Allowed && !strings.HasPrefix(got.Reason, got.Rule+": ") {
+				t.Errorf("reason %q does not start with its rule %s", got.Reason, got.Rule)
+			}
+		})
+	}
+}
+
+// TestAuthorizeForceDeleteMessage pins the wording a refused force deletion
+// reports, which people read in 403 answers.
+func TestAuthorizeForceDeleteMessage(t *testing.T) {
+	pod := makePod("p").node("node-1").phase(corev1.PodRunning).obj()
+	got := Authorize(Request{Identity: IdentityNodeController, Verb: VerbDelete, Resource: grPods,
+		Namespace: "default", Name: "p", Old: pod, GracePeriodSeconds: int64p(0)})
+	want := "PS-9: node-controller may not force delete pod default/p (bound to node-1, not terminated); controllers only delete gracefully"
+	if got.Reason != want {
+		t.Errorf("reason:\n got %q\nwant %q", got.Reason, want)
+	}
+}
+
+// TestEffectiveGracePeriod checks GP-6.
+func TestEffectiveGracePeriod(t *testing.T) {
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		requested *int64
+		want      int64
+	}{
+		{"default 30", makePod("p").node("n").obj(), nil, 30},
+		{"spec value", makePod("p").node("n").grace(45).obj(), nil, 45},
+		{"request wins", makePod("p").node("n").grace(45).obj(), int64p(5), 5},
+		{"request 0", makePod("p").node("n").grace(45).obj(), int64p(0), 0},
+		{"negative request becomes 1", makePod("p").node("n").obj(), int64p(-3), 1},
+		{"negative spec becomes 1", makePod("p").node("n").grace(-1).obj(), nil, 1},
+		{"unscheduled at once", makePod("p").grace(45).obj(), int64p(10), 0},
+		{"succeeded at once", makePod("p").node("n").phase(corev1.PodSucceeded).obj(), nil, 0},
+		{"failed at once", makePod("p").node("n").phase(corev1.PodFailed).obj(), int64p(10), 0},
+		{"running keeps grace", makePod("p").node("n").phase(corev1.PodRunning).obj(), nil, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := EffectiveGracePeriod(tt.pod, tt.requested); got != tt.want {
+				t.Errorf("EffectiveGracePeriod = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,317 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/podsafe/podsafe/raftstore"
+)
+
+// generateNameAttempts bounds the retries of a create whose generated name
+// collided with an existing object.
+const generateNameAttempts = 8
+
+// nameSuffixChars are the characters of generated name suffixes: no vowels
+// (no words) and no look-alike digits.
+const nameSuffixChars = "bcdfghjklmnpqrstvwxz2456789"
+
+// generateName returns prefix followed by five random characters.
+func (s *Server) generateName(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := []byte(prefix)
+	for range 5 {
+		b = append(b, nameSuffixChars[s.rnd.IntN(len(nameSuffixChars))])
+	}
+	return string(b)
+}
+
+// rejectDryRun refuses dryRun requests, which the server does not simulate.
+func rejectDryRun(r *http.Request) error {
+	if len(r.URL.Query()["dryRun"]) > 0 {
+		return apierrors.NewBadRequest("dryRun is not supported by this server")
+	}
+	return nil
+}
+
+// writeWarnings adds Warning headers, as kube-apiserver does for unknown
+// fields under fieldValidation=Warn.
+func writeWarnings(w http.ResponseWriter, warnings []string) {
+	const maxWarnings = 16
+	for i, msg := range warnings {
+		if i == maxWarnings {
+			break
+		}
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+// checkNamespace makes the object's namespace the URL's: a different one is
+// a 400, a missing one is filled in.
+func checkNamespace(ri *requestInfo, m metav1.Object) error {
+	if !ri.res.namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if ns := m.GetNamespace(); ns != "" && ns != ri.namespace {
+		return apierrors.NewBadRequest(fmt.Sprintf(
+			"the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, ri.namespace))
+	}
+	m.SetNamespace(ri.namespace)
+	return nil
+}
+
+// serveCreate answers POST on a collection.
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	obj, warnings, err := s.create(r, ri)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	writeObject(w, http.StatusCreated, ri.res, obj)
+}
+
+// create decodes, authorizes, defaults, validates, admits and stores a new
+// object.
+func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []string, error) {
+	ctx := r.Context()
+	if err := rejectDryRun(r); err != nil {
+		return nil, nil, err
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, warnings, err := decodeBody(r, ri.res.gvk, validation)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	if err := checkNamespace(ri, m); err != nil {
+		return nil, nil, err
+	}
+	prepareCreate(ri.res, obj)
+	if d := Authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: ri.res.gr,
+		Namespace: ri.namespace, Name: m.GetName(), Object: obj}); !d.Allowed {
+		return nil, nil, forbidden(ri.res.gr, m.GetName(), d)
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		err = s.admitPodPriority(ctx, o)
+	case *schedulingv1.PriorityClass:
+		err = s.admitPriorityClass(ctx, o)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	generate := m.GetName() == "" && m.GetGenerateName() != ""
+	for attempt := 0; ; attempt++ {
+		if generate {
+			m.SetName(s.generateName(m.GetGenerateName()))
+		}
+		if err := validateCreate(ri.res, obj); err != nil {
+			return nil, nil, err
+		}
+		data, err := ri.res.encodeForStore(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		key := raftstore.Key{Resource: ri.res.storeKey, Namespace: ri.namespace, Name: m.GetName()}
+		created, err := s.store.Create(ctx, key, data)
+		if errors.Is(err, raftstore.ErrExists) && generate && attempt+1 < generateNameAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, nil, storeError(err, ri.res.gr, m.GetName())
+		}
+		out, err := ri.res.decodeStored(created.Data)
+		return out, warnings, err
+	}
+}
+
+// serveUpdate answers PUT on an object or its status.
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	ctx := r.Context()
+	if err := rejectDryRun(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	obj, warnings, err := decodeBody(r, ri.res.gvk, validation)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	userRV, err := parseRV(m.GetResourceVersion())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
+		if userRV != 0 && userRV != curRV {
+			return nil, conflict(ri.res.gr, ri.name)
+		}
+		return s.prepareUpdate(ctx, ri, VerbUpdate, cur, obj.DeepCopyObject())
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	writeObject(w, http.StatusOK, ri.res, out)
+}
+
+// prepareUpdate turns a client's version of an object (from PUT or a patch)
+// into the object to store over cur: URL name and namespace enforced, system
+// metadata kept, the main resource keeping the stored status and /status
+// changing nothing but the status; then validation and authority.
+func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string, cur, upd runtime.Object) (runtime.Object, error) {
+	curMeta, err := metaOf(cur)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	updMeta, err := metaOf(upd)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if name := updMeta.GetName(); name != "" && name != ri.name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, ri.name))
+	}
+	updMeta.SetName(ri.name)
+	if err := checkNamespace(ri, updMeta); err != nil {
+		return nil, err
+	}
+	if uid := updMeta.GetUID(); uid != "" && uid != curMeta.GetUID() {
+		return nil, apierrors.NewConflict(ri.res.gr, ri.name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
+	}
+	var out runtime.Object
+	if ri.subresource == subStatus {
+		out = cur.DeepCopyObject()
+		setStatus(out, upd)
+	} else {
+		out = upd
+		updMeta.SetUID(curMeta.GetUID())
+		updMeta.SetCreationTimestamp(curMeta.GetCreationTimestamp())
+		updMeta.SetDeletionTimestamp(curMeta.GetDeletionTimestamp())
+		updMeta.SetDeletionGracePeriodSeconds(curMeta.GetDeletionGracePeriodSeconds())
+		updMeta.SetGeneration(curMeta.GetGeneration())
+		updMeta.SetGenerateName(curMeta.GetGenerateName())
+		applyDefaults(out)
+		if ri.res.hasSubresource(subStatus) {
+			setStatus(out, cur)
+		}
+	}
+	outMeta, _ := metaOf(out)
+	outMeta.SetResourceVersion(curMeta.GetResourceVersion())
+	if err := validateUpdate(ri.res, cur, out); err != nil {
+		return nil, err
+	}
+	req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr, Subresource: ri.subresource,
+		Namespace: ri.namespace, Name: ri.name, Object: out, Old: cur}
+	if pod, ok := cur.(*corev1.Pod); ok && ri.subresource == subStatus && req.Identity == IdentityNodeController {
+		if req.Node, err = s.podNode(ctx, pod); err != nil {
+			return nil, err
+		}
+	}
+	if d := Authorize(req); !d.Allowed {
+		return nil, forbidden(ri.res.gr, ri.name, d)
+	}
+	if pc, ok := out.(*schedulingv1.PriorityClass); ok {
+		if err := s.admitPriorityClass(ctx, pc); err != nil {
+			return nil, err
+		}
+	}
+	if apiequality.Semantic.DeepEqual(cur, out) {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// podNode returns the stored Node a pod is bound to, or nil when the pod is
+// unbound or the node does not exist.
+func (s *Server) podNode(ctx context.Context, pod *corev1.Pod) (*corev1.Node, error) {
+	if pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	stored, err := s.store.Get(ctx, raftstore.Key{Resource: "nodes", Name: pod.Spec.NodeName})
+	if errors.Is(err, raftstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError(err, grNodes, pod.Spec.NodeName)
+	}
+	res, _ := s.reg.lookup("", "v1", "nodes")
+	obj, err := res.decodeStored(stored.Data)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Node), nil
+}
+
+// updateFunc computes the object to write over cur (stored at curRV); it
+// returns nil to leave the stored object as it is.
+type updateFunc func(cur runtime.Object, curRV uint64) (runtime.Object, error)
+
+// guaranteedUpdate is the read-modify-write loop of every update: read, let
+// tryUpdate decide, write with a compare-and-swap on the read
+// resourceVersion, and start over (at most MaxConflictRetries times) when
+// another writer got in between. It returns the object as stored afterwards.
+func (s *Server) guaranteedUpdate(ctx context.Context, res *resourceInfo, key raftstore.Key, tryUpdate updateFunc) (runtime.Object, error) {
+	for attempt := 0; ; attempt++ {
+		stored, err := s.store.Get(ctx, key)
+		if err != nil {
+			return nil, storeError(err, res.gr, key.Name)
+		}
+		cur, err := res.decodeStored(stored.Data)
+		if err != nil {
+			return nil, err
+		}
+		upd, err := tryUpdate(cur, stored.RV)
+		if err != nil {
+			return nil, err
+		}
+		if upd == nil {
+			return cur, nil
+		}
+		data, err := res.encodeForStore(upd)
+		if err != nil {
+			return nil, err
+		}
+		written, err := s.store.Update(ctx, key, data, raftstore.Preconditions{ResourceVersion: stored.RV})
+		if errors.Is(err, raftstore.ErrConflict) {
+			if attempt < s.cfg.MaxConflictRetries {
+				continue
+			}
+			return nil, apierrors.NewConflict(res.gr, key.Name, fmt.Errorf(
+				"gave up after %d concurrent writes got in first: %s", attempt+1, optimisticLockMessage))
+		}
+		if err != nil {
+			return nil, storeError(err, res.gr, key.Name)
+		}
+		return res.decodeStored(written.Data)
+	}
+}

@@ -1,0 +1,139 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// servePatch answers PATCH on an object, its status or its scale. The patch
+// is applied to the stored object inside the compare-and-swap loop, so a
+// concurrent write makes it apply again to the newer object rather than
+// overwrite it.
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	ctx := r.Context()
+	if err := rejectDryRun(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	mt, err := mediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	patch, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkPatch(mt, patch); err != nil {
+		writeError(w, err)
+		return
+	}
+	if ri.subresource == subScale {
+		out, err := s.updateScale(ctx, ri, func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+			obj, _, err := patchObject(mt, cur, patch, &autoscalingv1.Scale{}, validation)
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*autoscalingv1.Scale), nil
+		})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	var warnings []string
+	out, err := s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
+		upd, warns, err := patchObject(mt, cur, patch, ri.res.newObject(), validation)
+		if err != nil {
+			return nil, err
+		}
+		warnings = warns
+		m, err := metaOf(upd)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		// A resourceVersion in the patch is a precondition.
+		if rv, err := parseRV(m.GetResourceVersion()); err != nil {
+			return nil, err
+		} else if rv != 0 && rv != curRV {
+			return nil, conflict(ri.res.gr, ri.name)
+		}
+		return s.prepareUpdate(ctx, ri, VerbPatch, cur, upd)
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	writeObject(w, http.StatusOK, ri.res, out)
+}
+
+// checkPatch refuses unsupported patch types (415) and malformed patches
+// (400) before anything is read from the store.
+func checkPatch(mt string, patch []byte) error {
+	switch mt {
+	case mediaMergePatch, mediaStrategicPatch:
+		var m map[string]any
+		if err := json.Unmarshal(patch, &m); err != nil || m == nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the %s body is not a JSON object: %v", mt, err))
+		}
+	case mediaJSONPatch:
+		if _, err := jsonpatch.DecodePatch(patch); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the %s body is not a JSON patch: %v", mt, err))
+		}
+	case mediaApplyPatch, mediaApplyPatchCBOR:
+		e := unsupportedMediaType(mt)
+		e.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf(
+			"server-side apply (%s) is not supported: send a %s, %s or %s", mt, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch)
+		return e
+	default:
+		e := unsupportedMediaType(mt)
+		e.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf(
+			"the patch type %q is not supported: send a %s, %s or %s", mt, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch)
+		return e
+	}
+	return nil
+}
+
+// patchObject applies patch (of media type mt) to cur and decodes the
+// result into a new object like into, with the field validation mode.
+func patchObject(mt string, cur runtime.Object, patch []byte, into runtime.Object, validation string) (runtime.Object, []string, error) {
+	original, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch mt {
+	case mediaMergePatch:
+		patched, err = jsonpatch.MergePatch(original, patch)
+	case mediaJSONPatch:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err == nil {
+			patched, err = p.Apply(original)
+		}
+	case mediaStrategicPatch:
+		patched, err = strategicpatch.StrategicMergePatch(original, patch, into)
+	default:
+		return nil, nil, unsupportedMediaType(mt)
+	}
+	gvk := cur.GetObjectKind().GroupVersionKind()
+	if err != nil {
+		return nil, nil, unprocessable(gvk.GroupKind(), "", fmt.Sprintf("applying the %s: %v", mt, err))
+	}
+	return decodeObject(patched, gvk, validation)
+}

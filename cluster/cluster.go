@@ -1,0 +1,304 @@
+// Package cluster assembles a podsafe control plane in one process: raft members
+// with their API servers, registered nodes, one simulated network that carries
+// every byte between them, and one scaled clock. It owns the start, crash and
+// restart of every component, and hands out client configurations per identity.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/cluster/scaledclock"
+	"github.com/podsafe/podsafe/cluster/simnet"
+	"github.com/podsafe/podsafe/raftstore"
+)
+
+// Ports every member listens on, inside the simulated network.
+const (
+	RaftPort    = "7000"
+	ForwardPort = "7001"
+	APIPort     = "6443"
+)
+
+// Config describes a cluster to build. Zero values mean defaults.
+type Config struct {
+	Topology Topology
+	// Durable stores raft's log and snapshots under DataDir (one directory per
+	// member); members can then be crashed and restarted.
+	Durable bool
+	DataDir string
+	// TimeScale makes the cluster clock run this many times faster than wall
+	// time (default 1).
+	TimeScale float64
+	// DetectTimeout is how long an established connection survives a cut link
+	// before both ends see an error (default 2 s of wall time).
+	DetectTimeout time.Duration
+	// StaleReads plants a bug: every member serves reads from its own state
+	// without asking the leader, so an isolated follower returns stale data.
+	StaleReads bool
+	// Logger receives every component's log (nil: discard).
+	Logger *slog.Logger
+	// Tokens maps identities to bearer tokens; missing identities get a random
+	// token.
+	Tokens map[string]string
+
+	_ struct{}
+}
+
+// Identities of the components that talk to the API server.
+var Identities = []string{
+	apiserver.IdentityAdmin, apiserver.IdentityScheduler, apiserver.IdentityNodeController,
+	apiserver.IdentityPodGC, apiserver.IdentityPetController, apiserver.IdentityReplicaSetController,
+	apiserver.IdentityFencingController, apiserver.IdentityWorkload,
+}
+
+// Cluster is a running in-process control plane. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	cfg    Config
+	log    *slog.Logger
+	net    *simnet.Network
+	clock  *scaledclock.Clock
+	tokens map[string]string // identity -> token
+
+	mu      sync.Mutex
+	members []*member
+	closed  bool
+}
+
+// New validates cfg and builds the network and clock; Start brings the members up.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.TimeScale < 1 {
+		return nil, fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidTopology, cfg.TimeScale)
+	}
+	if cfg.Durable && cfg.DataDir == "" {
+		return nil, fmt.Errorf("%w: durable storage needs a data directory", ErrInvalidTopology)
+	}
+	if cfg.DetectTimeout == 0 {
+		cfg.DetectTimeout = 2 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{
+		cfg:    cfg,
+		log:    log,
+		net:    simnet.New(simnet.Options{DetectTimeout: cfg.DetectTimeout, Logger: log.With("component", "network")}),
+		clock:  scaledclock.New(cfg.TimeScale, time.Now()),
+		tokens: map[string]string{},
+	}
+	for id, tok := range cfg.Tokens {
+		c.tokens[id] = tok
+	}
+	for _, id := range Identities {
+		c.ensureToken(id)
+	}
+	for _, n := range cfg.Topology.Nodes {
+		c.ensureToken(apiserver.KubeletIdentity(n.Name))
+	}
+	for i := 0; i < cfg.Topology.Members; i++ {
+		c.members = append(c.members, &member{idx: i, host: MemberHost(i)})
+	}
+	return c, nil
+}
+
+func (c *Cluster) ensureToken(identity string) {
+	if _, ok := c.tokens[identity]; !ok {
+		c.tokens[identity] = randomToken()
+	}
+}
+
+// Start opens every member, waits for a leader and registers the topology's
+// nodes.
+func (c *Cluster) Start(ctx context.Context) error {
+	for _, m := range c.members {
+		if err := c.startMember(m); err != nil {
+			return errors.Join(fmt.Errorf("starting member %s: %w", m.host, err), c.Close())
+		}
+	}
+	if err := c.WaitLeader(ctx); err != nil {
+		return errors.Join(err, c.Close())
+	}
+	if err := c.registerNodes(ctx); err != nil {
+		return errors.Join(err, c.Close())
+	}
+	c.log.Info("cluster started", "members", len(c.members), "nodes", len(c.cfg.Topology.Nodes),
+		"durable", c.cfg.Durable, "time_scale", c.cfg.TimeScale)
+	return nil
+}
+
+// WaitLeader blocks until some running member knows a leader.
+func (c *Cluster) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c.LeaderIndex() >= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a raft leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// LeaderIndex is the index of the member that is raft leader by its own
+// account, or -1.
+func (c *Cluster) LeaderIndex() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.store != nil && m.store.IsLeader() {
+			return m.idx
+		}
+	}
+	return -1
+}
+
+// Members is the number of control-plane members.
+func (c *Cluster) Members() int { return len(c.members) }
+
+// Store returns member i's store, or nil while it is crashed.
+func (c *Cluster) Store(i int) *raftstore.Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[i].store
+}
+
+// Network is the simulated network that carries all traffic.
+func (c *Cluster) Network() *simnet.Network { return c.net }
+
+// Clock is the cluster's scaled clock.
+func (c *Cluster) Clock() *scaledclock.Clock { return c.clock }
+
+// Config returns the configuration the cluster was built from.
+func (c *Cluster) Config() Config { return c.cfg }
+
+// Token returns the bearer token of identity ("" if it has none).
+func (c *Cluster) Token(identity string) string { return c.tokens[identity] }
+
+// MemberHosts lists the network hosts of the control-plane members.
+func (c *Cluster) MemberHosts() []string {
+	hosts := make([]string, len(c.members))
+	for i := range c.members {
+		hosts[i] = MemberHost(i)
+	}
+	return hosts
+}
+
+func (c *Cluster) raftMembers() []raftstore.Member {
+	var ms []raftstore.Member
+	for i := range c.members {
+		h := MemberHost(i)
+		ms = append(ms, raftstore.Member{ID: h, RaftAddr: h + ":" + RaftPort, ForwardAddr: h + ":" + ForwardPort})
+	}
+	return ms
+}
+
+// Close stops every member and the network.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	members := c.members
+	c.mu.Unlock()
+	var errs []error
+	for _, m := range members {
+		if err := c.stopMember(m); err != nil && !errors.Is(err, ErrMemberDown) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.net.Close())
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) registerNodes(ctx context.Context) error {
+	for _, n := range c.cfg.Topology.Nodes {
+		cs, err := c.Clientset(apiserver.KubeletIdentity(n.Name), ClientOptions{})
+		if err != nil {
+			return err
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+			Spec:       corev1.NodeSpec{Taints: n.Taints},
+		}
+		created, err := retryCreateNode(ctx, cs, node)
+		if err != nil {
+			return fmt.Errorf("registering node %s: %w", n.Name, err)
+		}
+		now := metav1.NewTime(c.clock.Now())
+		created.Status = corev1.NodeStatus{
+			Capacity:    defaultResources(),
+			Allocatable: defaultResources(),
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "registered by podsafe", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			Phase: corev1.NodeRunning,
+		}
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("writing status of node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+func retryCreateNode(ctx context.Context, cs kubernetes.Interface, node *corev1.Node) (*corev1.Node, error) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		created, err := cs.CoreV1().Nodes().Create(rctx, node, metav1.CreateOptions{})
+		cancel()
+		if err == nil {
+			return created, nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		}
+		if !apierrors.IsServiceUnavailable(err) && !apierrors.IsTimeout(err) && ctx.Err() == nil && !isTransient(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("creating node %s: %w (last error: %w)", node.Name, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func memberDataDir(base string, host string) string { return filepath.Join(base, host) }
+
+func ensureDir(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// httpServer builds the HTTP server of one member.
+func httpServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+

@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/podsafe/podsafe/apiserver"
+)
+
+// ExternalHost is the network host of connections that come from outside the
+// process (curl, kubectl) through ServeExternal.
+const ExternalHost = "external"
+
+// ServeExternal accepts real connections on ln (a loopback TCP listener) and
+// pipes each to a member's API server through the simulated network, trying the
+// next member when one cannot be reached. It returns when ctx ends or ln fails.
+func (c *Cluster) ServeExternal(ctx context.Context, ln net.Listener) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("accepting external connection: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			var inner net.Conn
+			for range c.members {
+				i := int(next.Add(1)) % len(c.members)
+				inner, err = c.net.Dial(ctx, ExternalHost, MemberHost(i)+":"+APIPort)
+				if err == nil {
+					break
+				}
+			}
+			if inner == nil {
+				c.log.Warn("no member reachable for an external connection", "err", err)
+				return
+			}
+			defer inner.Close()
+			pipe(conn, inner)
+		}()
+	}
+}
+
+// pipe copies both ways until either side ends, then closes both.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+}
+
+// WriteKubeconfig writes a kubeconfig for the admin identity that points at
+// server (for example http://127.0.0.1:6443, the address ServeExternal listens on).
+func (c *Cluster) WriteKubeconfig(path, server string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["podsafe"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: c.tokens[apiserver.IdentityAdmin]}
+	cfg.Contexts["podsafe"] = &clientcmdapi.Context{Cluster: "podsafe", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "podsafe"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}

@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/raftstore"
+)
+
+// member is one control-plane member: a raft store and the API server in front
+// of it, each listening on the simulated network under the member's host.
+type member struct {
+	idx  int
+	host string
+
+	store  *raftstore.Store
+	api    *apiserver.Server
+	http   *http.Server
+	raftLn net.Listener
+	fwdLn  net.Listener
+	apiLn  net.Listener
+	served chan struct{}
+}
+
+func (c *Cluster) startMember(m *member) (err error) {
+	if m.store != nil {
+		return fmt.Errorf("%s: %w", m.host, ErrMemberUp)
+	}
+	log := c.log.With("component", "member", "member", m.host)
+	var lns []net.Listener
+	defer func() {
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+		}
+	}()
+	listen := func(port string) (net.Listener, error) {
+		ln, err := c.net.Listen(m.host + ":" + port)
+		if err == nil {
+			lns = append(lns, ln)
+		}
+		return ln, err
+	}
+	if m.raftLn, err = listen(RaftPort); err != nil {
+		return err
+	}
+	if m.fwdLn, err = listen(ForwardPort); err != nil {
+		return err
+	}
+	if m.apiLn, err = listen(APIPort); err != nil {
+		return err
+	}
+	scfg := raftstore.Config{
+		ID:              m.host,
+		Members:         c.raftMembers(),
+		Bootstrap:       true,
+		RaftListener:    m.raftLn,
+		ForwardListener: m.fwdLn,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return c.net.Dial(ctx, m.host, addr)
+		},
+		Clock:      c.clock,
+		Logger:     log.With("component", "raftstore"),
+		StaleReads: c.cfg.StaleReads,
+	}
+	if c.cfg.Durable {
+		scfg.Durable = true
+		scfg.DataDir = memberDataDir(c.cfg.DataDir, m.host)
+		if err := ensureDir(scfg.DataDir); err != nil {
+			return fmt.Errorf("creating data directory of %s: %w", m.host, err)
+		}
+	}
+	store, err := raftstore.Open(scfg)
+	if err != nil {
+		return fmt.Errorf("opening store of %s: %w", m.host, err)
+	}
+	tokens := map[string]string{}
+	for id, tok := range c.tokens {
+		tokens[tok] = id
+	}
+	api, err := apiserver.New(apiserver.Config{
+		Store:  store,
+		Tokens: tokens,
+		Clock:  c.clock,
+		Logger: log.With("component", "apiserver"),
+	})
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("building API server of %s: %w", m.host, err)
+	}
+	srv := httpServer(api, log)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(m.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("API server stopped", "err", err)
+		}
+	}()
+	c.mu.Lock()
+	m.store, m.api, m.http, m.served = store, api, srv, served
+	c.mu.Unlock()
+	log.Info("member started", "durable", c.cfg.Durable)
+	return nil
+}
+
+// stopMember stops a member abruptly: connections are dropped, the store is
+// closed without leaving the raft configuration.
+func (c *Cluster) stopMember(m *member) error {
+	c.mu.Lock()
+	store, srv, served := m.store, m.http, m.served
+	lns := []net.Listener{m.raftLn, m.fwdLn, m.apiLn}
+	m.store, m.api, m.http = nil, nil, nil
+	c.mu.Unlock()
+	if store == nil {
+		return fmt.Errorf("%s: %w", m.host, ErrMemberDown)
+	}
+	var errs []error
+	if err := srv.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	<-served
+	if err := store.Close(); err != nil && !errors.Is(err, raftstore.ErrClosed) {
+		errs = append(errs, fmt.Errorf("closing store of %s: %w", m.host, err))
+	}
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close() // already closed by the store or server: the error says nothing
+		}
+	}
+	c.log.Info("member stopped", "member", m.host)
+	return errors.Join(errs...)
+}
+
+// CrashMember kills member i: its API server and raft member stop at once,
+// in-flight requests fail. With durable storage its data survives for
+// RestartMember.
+func (c *Cluster) CrashMember(i int) error {
+	if i < 0 || i >= len(c.members) {
+		return fmt.Errorf("%w: no member %d", ErrInvalidTopology, i)
+	}
+	return c.stopMember(c.members[i])
+}
+
+// RestartMember starts a crashed member again from its data directory.
+func (c *Cluster) RestartMember(i int) error {
+	if i < 0 || i >= len(c.members) {
+		return fmt.Errorf("%w: no member %d", ErrInvalidTopology, i)
+	}
+	if !c.cfg.Durable {
+		return ErrNotDurable
+	}
+	return c.startMember(c.members[i])
+}
+
+// MemberUp reports whether member i is running.
+func (c *Cluster) MemberUp(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[i].store != nil
+}

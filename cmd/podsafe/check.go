@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsafe/podsafe/report"
+	"github.com/podsafe/podsafe/specs"
+)
+
+func newCheckCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "check a saved history again (a finished run or one left by a crash)",
+		Example: `  podsafe check store/latest
+  podsafe check store/register-partition/20261122T101500.000Z-seed42`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
+				return &exitError{code: exitUsage, err: fmt.Errorf("%s holds no history.jsonl: %w", dir, err)}
+			}
+			res, err := specs.CheckDir(cmd.Context(), dir, timeout)
+			if err != nil {
+				return &exitError{code: exitCrashed, err: err}
+			}
+			if prev, err := report.ReadResults(dir); err == nil {
+				res.Ops, res.Started, res.Finished, res.Rerun, res.Error = prev.Ops, prev.Started, prev.Finished, prev.Rerun, prev.Error
+			}
+			if err := report.WriteResults(dir, *res); err != nil {
+				return &exitError{code: exitCrashed, err: err}
+			}
+			out := cmd.OutOrStdout()
+			if res.Truncated {
+				fmt.Fprintln(out, "the history ends mid-line (the run crashed); checked what was complete")
+			}
+			for _, r := range res.Checks {
+				fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
+			}
+			fmt.Fprintf(out, "verdict: %s (results.json rewritten in %s)\n", res.Verdict, dir)
+			if code := verdictCode(res.Verdict); code != exitValid {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "time budget of each checker; past it the verdict is unknown")
+	return cmd
+}

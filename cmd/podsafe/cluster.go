@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsafe/podsafe/cluster"
+)
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "run the embedded cluster by itself"}
+	cmd.AddCommand(newClusterUpCmd())
+	return cmd
+}
+
+func newClusterUpCmd() *cobra.Command {
+	var (
+		members, nodes, zones int
+		listen, kubeconfig    string
+		dataDir               string
+		durable, verbose      bool
+		timeScale             float64
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "start an in-process cluster and serve its API on a loopback port until Ctrl-C",
+		Example: `  podsafe cluster up --members 3 --nodes 3
+  kubectl --kubeconfig podsafe.kubeconfig get nodes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg := cluster.Config{
+				Topology:  cluster.DefaultTopology(members, nodes, zones),
+				Durable:   durable,
+				DataDir:   dataDir,
+				TimeScale: timeScale,
+				Logger:    log,
+			}
+			if durable && dataDir == "" {
+				d, err := os.MkdirTemp("", "podsafe-data-")
+				if err != nil {
+					return &exitError{code: exitCrashed, err: err}
+				}
+				cfg.DataDir = d
+			}
+			c, err := cluster.New(cfg)
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			startCtx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			err = c.Start(startCtx)
+			cancel()
+			if err != nil {
+				return &exitError{code: exitCrashed, err: err}
+			}
+			defer c.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return &exitError{code: exitUsage, err: fmt.Errorf("listening on %s: %w", listen, err)}
+			}
+			server := "http://" + ln.Addr().String()
+			abs, _ := filepath.Abs(kubeconfig)
+			if err := c.WriteKubeconfig(kubeconfig, server); err != nil {
+				ln.Close()
+				return &exitError{code: exitCrashed, err: err}
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "podsafe cluster: %d members, %d nodes\n", members, nodes)
+			fmt.Fprintf(out, "API server: %s\n", server)
+			fmt.Fprintf(out, "kubeconfig: %s (admin)\n", abs)
+			fmt.Fprintf(out, "try: kubectl --kubeconfig %s get nodes\n", kubeconfig)
+			fmt.Fprintln(out, "Ctrl-C stops the cluster.")
+			if err := c.ServeExternal(cmd.Context(), ln); err != nil {
+				return &exitError{code: exitCrashed, err: err}
+			}
+			fmt.Fprintln(out, "stopping")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&members, "members", 3, "control-plane members: 1, 3 or 5")
+	fl.IntVar(&nodes, "nodes", 3, "worker nodes (registered Node objects)")
+	fl.IntVar(&zones, "zones", 1, "zones the nodes are spread over")
+	fl.StringVar(&listen, "listen", "127.0.0.1:0", "loopback address the API is served on")
+	fl.StringVar(&kubeconfig, "kubeconfig", "podsafe.kubeconfig", "where to write the admin kubeconfig")
+	fl.BoolVar(&durable, "durable", false, "keep raft's log on disk")
+	fl.StringVar(&dataDir, "data-dir", "", "data directory of a durable cluster (default: a new temporary directory)")
+	fl.Float64Var(&timeScale, "time-scale", 1, "the cluster clock runs this many times faster than wall time")
+	fl.BoolVar(&verbose, "verbose", false, "log every component at info level")
+	return cmd
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/specs"
+)
+
+type testFlags struct {
+	scenarioFile    string
+	workload        string
+	nemesis         []string
+	nemesisInterval time.Duration
+	timeLimit       time.Duration
+	timeScale       float64
+	concurrency     int
+	seed            uint64
+	members         int
+	nodes           int
+	zones           int
+	keys            int
+	testCount       int
+	store           string
+	durable         bool
+	bugs            []string
+}
+
+func newTestCmd() *cobra.Command {
+	f := &testFlags{}
+	cmd := &cobra.Command{
+		Use:   "test",
+		Short: "run a workload under a nemesis on the embedded cluster and check the history",
+		Example: `  podsafe test --workload register --nemesis partition --time-limit 30s
+  podsafe test --workload register --nemesis isolate-leader --seed 42 --concurrency 8
+  podsafe test --scenario my-scenario.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTest(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.scenarioFile, "scenario", "", "read the scenario from a YAML or JSON file (flags given too override it)")
+	fl.StringVar(&f.workload, "workload", "register", "workload to run (see podsafe list)")
+	fl.StringSliceVar(&f.nemesis, "nemesis", []string{"partition"}, "faults or fault groups, comma separated, or none (see podsafe list)")
+	fl.DurationVar(&f.nemesisInterval, "nemesis-interval", 5*time.Second, "mean time between nemesis operations")
+	fl.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "how long the workload runs")
+	fl.Float64Var(&f.timeScale, "time-scale", 1, "the cluster clock runs this many times faster than wall time")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "client processes (default 2 × members)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random choice (default: random, printed)")
+	fl.IntVar(&f.members, "members", 3, "control-plane members: 1, 3 or 5")
+	fl.IntVar(&f.nodes, "nodes", 3, "worker nodes")
+	fl.IntVar(&f.zones, "zones", 1, "zones the nodes are spread over")
+	fl.IntVar(&f.keys, "keys", 5, "register keys live at once")
+	fl.IntVar(&f.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …)")
+	fl.StringVar(&f.store, "store", "store", "directory for results")
+	fl.BoolVar(&f.durable, "durable", false, "store raft's log on disk (raft-boltdb) instead of in memory")
+	fl.StringSliceVar(&f.bugs, "bug", nil, "switch on a planted bug (see podsafe list); the checkers must catch it")
+	return cmd
+}
+
+func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error) {
+	var s specs.Scenario
+	if f.scenarioFile != "" {
+		b, err := os.ReadFile(f.scenarioFile)
+		if err != nil {
+			return s, fmt.Errorf("reading scenario: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(b, &s); err != nil {
+			return s, fmt.Errorf("scenario %s: %w", f.scenarioFile, err)
+		}
+	}
+	set := func(name string) bool { return f.scenarioFile == "" || cmd.Flags().Changed(name) }
+	if set("workload") {
+		s.Workload = f.workload
+	}
+	if set("nemesis") {
+		s.Nemesis = f.nemesis
+	}
+	if set("nemesis-interval") {
+		s.NemesisInterval = specs.Duration(f.nemesisInterval)
+	}
+	if set("time-limit") {
+		s.Duration = specs.Duration(f.timeLimit)
+	}
+	if set("time-scale") {
+		s.TimeScale = f.timeScale
+	}
+	if set("concurrency") && f.concurrency != 0 {
+		s.Concurrency = f.concurrency
+	}
+	if set("seed") {
+		s.Seed = f.seed
+	}
+	if set("members") || set("nodes") || set("zones") || s.Topology.Members == 0 {
+		s.Topology = cluster.DefaultTopology(f.members, f.nodes, f.zones)
+	}
+	if set("keys") {
+		s.Keys = f.keys
+	}
+	if set("durable") {
+		s.Durable = f.durable
+	}
+	if set("bug") {
+		s.Bugs = f.bugs
+	}
+	return s, nil
+}
+
+func runTest(cmd *cobra.Command, f *testFlags) error {
+	s, err := scenarioFromFlags(cmd, f)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if f.testCount < 1 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--test-count must be at least 1, got %d", f.testCount)}
+	}
+	out := cmd.OutOrStdout()
+	worst := exitValid
+	base := s.Seed
+	for i := 0; i < f.testCount; i++ {
+		run := s
+		if base != 0 {
+			run.Seed = base + uint64(i)
+		} else {
+			run.Seed = 0
+		}
+		if run.Seed == 0 {
+			run.Seed = specs.RandomSeed()
+		}
+		rerun := rerunCommand(run, f.store)
+		fmt.Fprintf(out, "podsafe: %s seed %d (%s, nemesis %s, %s)\n", run.Name, run.Seed, run.Workload, nemesisName(run), run.Duration)
+		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun})
+		code := printOutcome(out, o, err, rerun)
+		if code > worst {
+			worst = code
+		}
+		if cmd.Context().Err() != nil {
+			break
+		}
+	}
+	if worst != exitValid {
+		return &exitError{code: worst}
+	}
+	return nil
+}
+
+func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome, err error, rerun string) int {
+	if o == nil {
+		fmt.Fprintf(out, "crashed before recording anything: %v\n", err)
+		return exitCrashed
+	}
+	for _, r := range o.Results.Checks {
+		fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
+	}
+	fmt.Fprintf(out, "ops: ok %d, fail %d, unknown %d\n", o.Results.Ops.OK, o.Results.Ops.Fail, o.Results.Ops.Unknown)
+	fmt.Fprintf(out, "results: %s\n", o.Dir)
+	code := verdictCode(o.Results.Verdict)
+	if err != nil {
+		fmt.Fprintf(out, "the run crashed: %v\nits history is on disk: podsafe check %s\n", err, o.Dir)
+		code = exitCrashed
+	}
+	switch code {
+	case exitValid:
+		fmt.Fprintln(out, "Everything looks good! ヽ('ー`)ノ")
+	case exitInvalid:
+		fmt.Fprintln(out, "Analysis invalid! (ﾉಥ益ಥ）ﾉ ┻━┻")
+	case exitUnknown:
+		fmt.Fprintln(out, "Errors occurred during analysis, but no anomalies found. ಠ~ಠ")
+	}
+	fmt.Fprintf(out, "rerun: %s\n", rerun)
+	return code
+}
+
+func verdictCode(v checker.Verdict) int {
+	switch v {
+	case checker.Ok:
+		return exitValid
+	case checker.Illegal:
+		return exitInvalid
+	default:
+		return exitUnknown
+	}
+}
+
+func nemesisName(s specs.Scenario) string {
+	if len(s.Nemesis) == 0 {
+		return "none"
+	}
+	return strings.Join(s.Nemesis, ",")
+}
+
+func rerunCommand(s specs.Scenario, store string) string {
+	args := []string{"podsafe", "test",
+		"--workload", s.Workload,
+		"--nemesis", nemesisName(s),
+		"--nemesis-interval", s.NemesisInterval.String(),
+		"--time-limit", s.Duration.String(),
+		"--seed", fmt.Sprint(s.Seed),
+		"--concurrency", fmt.Sprint(s.Concurrency),
+		"--members", fmt.Sprint(s.Topology.Members),
+		"--nodes", fmt.Sprint(len(s.Topology.Nodes)),
+		"--keys", fmt.Sprint(s.Keys),
+	}
+	if s.TimeScale != 1 {
+		args = append(args, "--time-scale", fmt.Sprint(s.TimeScale))
+	}
+	if s.Durable {
+		args = append(args, "--durable")
+	}
+	for _, b := range s.Bugs {
+		args = append(args, "--bug", b)
+	}
+	if store != "store" {
+		args = append(args, "--store", store)
+	}
+	return strings.Join(args, " ")
+}

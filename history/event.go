@@ -1,0 +1,211 @@
+package history
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind names the type of one history line; it is the line's "kind" field.
+type Kind string
+
+// The kinds of line a history holds.
+const (
+	KindMeta     Kind = "meta"
+	KindInvoke   Kind = "invoke"
+	KindComplete Kind = "complete"
+	KindAPI      Kind = "api"
+	KindNemesis  Kind = "nemesis"
+	KindLedger   Kind = "ledger"
+	KindStore    Kind = "store"
+	KindLog      Kind = "log"
+)
+
+// Meta describes a run. It is the first line of every history.
+type Meta struct {
+	RunID    string `json:"run_id"`
+	Seed     uint64 `json:"seed"`
+	Scenario string `json:"scenario"`
+	// Start is the wall time the recorder started; Create fills it when zero.
+	Start   time.Time `json:"start"`
+	Version string    `json:"version"`
+	// Extra holds free-form facts about the run.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Status is the outcome of a client operation or an API call.
+type Status string
+
+// The outcomes of an operation. Unknown means the operation may or may not
+// have taken effect (a timeout, a cut connection, a crash before completion).
+const (
+	StatusOK      Status = "ok"
+	StatusFail    Status = "fail"
+	StatusUnknown Status = "unknown"
+)
+
+// Op is one client operation of a workload, recorded as an invoke line and a
+// complete line paired by ID. Times are nanoseconds since the recorder's start;
+// Return is math.MaxInt64 when the outcome is unknown.
+type Op struct {
+	ID      uint64 `json:"id"`
+	Process int    `json:"process"`
+	// Func is the operation; the register workload uses "create", "get",
+	// "cas" and "delete".
+	Func string `json:"f"`
+	Key  string `json:"key"`
+	// Value is the value written (create, cas).
+	Value string `json:"value,omitempty"`
+	// Expect is the value expected to be current (cas; delete when
+	// conditional).
+	Expect string `json:"expect,omitempty"`
+	Status Status `json:"status,omitempty"`
+	// Output is the value a get read; "" with Found false means absent.
+	Output string `json:"output,omitempty"`
+	Found  bool   `json:"found,omitempty"`
+	// Error classifies a failure; checkers read it (see the checker package
+	// for the classes the register workload must use).
+	Error  string `json:"error,omitempty"`
+	Invoke int64  `json:"invoke"`
+	Return int64  `json:"return,omitempty"`
+}
+
+// APICall is one Kubernetes API request seen by the recording round-tripper.
+type APICall struct {
+	// Identity names the component that made the call.
+	Identity string `json:"identity"`
+	// Verb is get, list, watch, create, update, patch, delete or
+	// deletecollection for resource requests, and the lower-cased HTTP method
+	// otherwise.
+	Verb        string `json:"verb"`
+	Group       string `json:"group,omitempty"`
+	Resource    string `json:"resource,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	// Path is set for requests that name no resource (/version, /api, …).
+	Path string `json:"path,omitempty"`
+	// BodyDigest is the first 16 hex characters of the SHA-256 of the
+	// request body; empty when there was none.
+	BodyDigest string `json:"body_digest,omitempty"`
+	Code       int    `json:"code,omitempty"`
+	// ResourceVersion and UID come from the response body's metadata when
+	// it was JSON and not a watch stream.
+	ResourceVersion string `json:"rv,omitempty"`
+	UID             string `json:"uid,omitempty"`
+	Invoke          int64  `json:"invoke"`
+	Return          int64  `json:"return"`
+	// Outcome is ok for 1xx–3xx, fail for 4xx and 503, unknown for
+	// transport errors and any other 5xx.
+	Outcome Status `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+	// T is the time the call was recorded; set by the recorder.
+	T int64 `json:"-"`
+}
+
+// NemesisPhase says whether a nemesis line starts or ends a fault.
+type NemesisPhase string
+
+// The phases of a fault.
+const (
+	PhaseStart NemesisPhase = "start"
+	PhaseEnd   NemesisPhase = "end"
+)
+
+// NemesisEvent is the start or the end of one fault. An end closes the open
+// fault with the same ID; with no ID (zero), it closes the oldest open fault
+// with the same Name. An end may leave Name empty when it has an ID.
+type NemesisEvent struct {
+	ID          uint64       `json:"id,omitempty"`
+	Name        string       `json:"name,omitempty"`
+	Description string       `json:"description,omitempty"`
+	Phase       NemesisPhase `json:"phase"`
+	Targets     []string     `json:"targets,omitempty"`
+	// Wall is the wall time of the event; set by the recorder.
+	Wall time.Time `json:"wall"`
+	// T is set by the recorder.
+	T int64 `json:"-"`
+}
+
+// Interval is a fault as loaded: a start paired with its end. A fault that
+// was never healed has Healed false and ends at the end of the history.
+type Interval struct {
+	ID          uint64    `json:"id,omitempty"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Targets     []string  `json:"targets,omitempty"`
+	Start       int64     `json:"start"`
+	End         int64     `json:"end"`
+	Healed      bool      `json:"healed"`
+	StartWall   time.Time `json:"start_wall"`
+	EndWall     time.Time `json:"end_wall,omitzero"`
+}
+
+// LedgerAction is what a container runtime did.
+type LedgerAction string
+
+// The actions the ledger records.
+const (
+	LedgerStart LedgerAction = "start"
+	LedgerTerm  LedgerAction = "term"
+	LedgerKill  LedgerAction = "kill"
+	LedgerExit  LedgerAction = "exit"
+	LedgerWrite LedgerAction = "write"
+)
+
+// LedgerEntry is one thing a container runtime really did: the oracle that
+// at-most-one and grace-period checkers judge from.
+type LedgerEntry struct {
+	Node      string       `json:"node"`
+	Namespace string       `json:"namespace"`
+	Pod       string       `json:"pod"`
+	UID       string       `json:"uid,omitempty"`
+	Container string       `json:"container,omitempty"`
+	Action    LedgerAction `json:"action"`
+	ExitCode  int          `json:"exit_code,omitempty"`
+	// Scaled is the time on the cluster's scaled clock.
+	Scaled time.Time `json:"scaled"`
+	Wall   time.Time `json:"wall"`
+	// T is set by the recorder.
+	T int64 `json:"-"`
+}
+
+// StoreEventType is the type of a committed store change, spelled as the
+// Kubernetes watch protocol spells it.
+type StoreEventType string
+
+// The types of store change.
+const (
+	StoreAdded    StoreEventType = "ADDED"
+	StoreModified StoreEventType = "MODIFIED"
+	StoreDeleted  StoreEventType = "DELETED"
+)
+
+// StoreEvent is one committed change of the object store.
+type StoreEvent struct {
+	Type      StoreEventType  `json:"type"`
+	Resource  string          `json:"resource"`
+	Namespace string          `json:"namespace,omitempty"`
+	Name      string          `json:"name"`
+	RV        string          `json:"rv"`
+	Object    json.RawMessage `json:"object,omitempty"`
+	// T is set by the recorder.
+	T int64 `json:"-"`
+}
+
+// LogEntry is a free-form note from the harness, such as a phase change.
+type LogEntry struct {
+	Msg   string            `json:"msg"`
+	Attrs map[string]string `json:"attrs,omitempty"`
+	// Wall and T are set by the recorder.
+	Wall time.Time `json:"wall"`
+	T    int64     `json:"-"`
+}
+
+// RawEvent is a line of a kind this version does not know, kept verbatim so
+// that newer histories still load.
+type RawEvent struct {
+	Kind Kind            `json:"kind"`
+	T    int64           `json:"t"`
+	Line int             `json:"line"`
+	Raw  json.RawMessage `json:"raw"`
+}

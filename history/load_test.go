@@ -1,0 +1,182 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const metaLine = `{"kind":"meta","t":0,"run_id":"r","seed":7,"scenario":"s","start":"2026-01-01T00:00:00Z","version":"v"}`
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReadPairsOps(t *testing.T) {
+	in := strings.Join([]string{
+		metaLine,
+		`{"kind":"invoke","t":10,"id":1,"process":0,"f":"create","key":"k","value":"a","invoke":10}`,
+		`{"kind":"invoke","t":5,"id":2,"process":1,"f":"get","key":"k","invoke":5}`,
+		`{"kind":"complete","t":20,"id":1,"process":0,"f":"create","key":"k","value":"a","status":"ok","invoke":10,"return":20}`,
+		``,
+		`{"kind":"invoke","t":30,"id":3,"process":2,"f":"cas","key":"k","value":"b","expect":"a","invoke":30}`,
+		`{"kind":"complete","t":40,"id":3,"process":2,"f":"cas","key":"k","value":"b","expect":"a","status":"unknown","error":"timeout","invoke":30,"return":9223372036854775807}`,
+		`{"kind":"future-kind","t":50,"x":1}`,
+		`{"kind":"nemesis","t":60,"name":"kill","phase":"end","wall":"2026-01-01T00:00:01Z"}`,
+		`{"kind":"nemesis","t":70,"name":"part","phase":"start","wall":"2026-01-01T00:00:02Z"}`,
+		`{"kind":"nemesis","t":75,"name":"part","phase":"start","wall":"2026-01-01T00:00:02Z"}`,
+		`{"kind":"nemesis","t":80,"name":"part","phase":"end","wall":"2026-01-01T00:00:03Z"}`,
+		`{"kind":"nemesis","t":81,"id":7,"name":"kill","phase":"start","wall":"2026-01-01T00:00:03Z"}`,
+		`{"kind":"nemesis","t":82,"id":8,"name":"kill","phase":"start","wall":"2026-01-01T00:00:03Z"}`,
+		`{"kind":"nemesis","t":90,"id":8,"phase":"end","wall":"2026-01-01T00:00:04Z"}`,
+		``,
+	}, "\n")
+	h, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	wantOps := []Op{
+		{ID: 2, Process: 1, Func: "get", Key: "k", Status: StatusUnknown, Invoke: 5, Return: math.MaxInt64},
+		{ID: 1, Process: 0, Func: "create", Key: "k", Value: "a", Status: StatusOK, Invoke: 10, Return: 20},
+		{ID: 3, Process: 2, Func: "cas", Key: "k", Value: "b", Expect: "a", Status: StatusUnknown, Error: "timeout", Invoke: 30, Return: math.MaxInt64},
+	}
+	if diff := cmp.Diff(wantOps, h.Ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	wantOther := []RawEvent{{Kind: "future-kind", T: 50, Line: 8, Raw: json.RawMessage(`{"kind":"future-kind","t":50,"x":1}`)}}
+	if diff := cmp.Diff(wantOther, h.Other); diff != "" {
+		t.Errorf("other events (-want +got):\n%s", diff)
+	}
+	type span struct {
+		ID         uint64
+		Name       string
+		Start, End int64
+		Healed     bool
+	}
+	var got []span
+	for _, iv := range h.Nemesis {
+		got = append(got, span{iv.ID, iv.Name, iv.Start, iv.End, iv.Healed})
+	}
+	wantSpans := []span{
+		{0, "kill", 0, 60, true},   // an end without a start spans from the beginning
+		{0, "part", 70, 80, true},  // ends close the oldest open fault of that name
+		{0, "part", 75, 90, false}, // never healed: runs to the end of the history
+		{7, "kill", 81, 90, false},
+		{8, "kill", 82, 90, true}, // an end with an ID closes that fault, whatever its name
+	}
+	if diff := cmp.Diff(wantSpans, got); diff != "" {
+		t.Errorf("nemesis intervals (-want +got):\n%s", diff)
+	}
+	if h.End != 90 || h.Truncated {
+		t.Errorf("End = %d, Truncated = %v; want 90, false", h.End, h.Truncated)
+	}
+}
+
+func TestLoadTornLastLine(t *testing.T) {
+	r := mustCreate(t)
+	op := &Op{Process: 1, Func: "create", Key: "k", Value: "v"}
+	r.Invoke(op)
+	op.Status = StatusOK
+	r.Complete(op)
+	r.Log("last words before the crash", nil)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(r.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	last := lines[len(lines)-1]
+
+	tests := []struct {
+		name      string
+		content   string
+		wantLogs  int
+		truncated bool
+	}{
+		{name: "intact", content: string(data), wantLogs: 1},
+		{name: "cut mid-line", content: strings.Join(lines[:len(lines)-1], "") + last[:len(last)/2], truncated: true},
+		{name: "cut before the newline", content: strings.TrimSuffix(string(data), "\n"), wantLogs: 1, truncated: true},
+		{name: "garbage tail with newline", content: strings.Join(lines[:len(lines)-1], "") + "\x00\x00\x00\n", truncated: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := Load(writeFile(t, tt.content))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if h.Truncated != tt.truncated {
+				t.Errorf("Truncated = %v, want %v", h.Truncated, tt.truncated)
+			}
+			if tt.truncated && h.TruncatedLine != 4 {
+				t.Errorf("TruncatedLine = %d, want 4", h.TruncatedLine)
+			}
+			if len(h.Logs) != tt.wantLogs {
+				t.Errorf("loaded %d logs, want %d", len(h.Logs), tt.wantLogs)
+			}
+			if len(h.Ops) != 1 || h.Ops[0].Status != StatusOK {
+				t.Errorf("ops = %+v, want the one completed op", h.Ops)
+			}
+		})
+	}
+}
+
+func TestLoadCorrupt(t *testing.T) {
+	invoke := `{"kind":"invoke","t":1,"id":1,"f":"get","key":"k","invoke":1}`
+	complete := `{"kind":"complete","t":2,"id":1,"f":"get","key":"k","status":"ok","invoke":1,"return":2}`
+	tests := []struct {
+		name     string
+		lines    []string
+		wantLine int
+		wantMsg  string
+	}{
+		{name: "garbage in the middle", lines: []string{metaLine, invoke, `{"kind":"log","t":`, complete}, wantLine: 3, wantMsg: "decoding event"},
+		{name: "missing kind", lines: []string{metaLine, `{"t":3}`, complete}, wantLine: 2, wantMsg: "without kind"},
+		{name: "bad payload", lines: []string{metaLine, `{"kind":"invoke","t":1,"id":"one"}`, invoke}, wantLine: 2, wantMsg: "decoding invoke"},
+		{name: "first line not meta", lines: []string{invoke, metaLine}, wantLine: 1, wantMsg: "want \"meta\""},
+		{name: "second meta", lines: []string{metaLine, metaLine, invoke}, wantLine: 2, wantMsg: "second meta"},
+		{name: "complete without invoke", lines: []string{metaLine, complete, invoke}, wantLine: 2, wantMsg: "never invoked"},
+		{name: "complete twice, last line", lines: []string{metaLine, invoke, complete, complete}, wantLine: 4, wantMsg: "second completion"},
+		{name: "bad nemesis phase", lines: []string{metaLine, `{"kind":"nemesis","t":3,"name":"x","phase":"begin"}`, invoke}, wantLine: 2, wantMsg: "phase"},
+		{name: "invoke twice", lines: []string{metaLine, invoke, invoke, complete}, wantLine: 3, wantMsg: "second invoke"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, strings.Join(tt.lines, "\n")+"\n")
+			_, err := Load(path)
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load error = %v, want a *CorruptError", err)
+			}
+			if ce.Line != tt.wantLine || ce.Path != path {
+				t.Errorf("error at %s:%d, want %s:%d", ce.Path, ce.Line, path, tt.wantLine)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.wantMsg) || !strings.HasPrefix(msg, path+":") {
+				t.Errorf("error %q: want it to start with the path and mention %q", msg, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestReadEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n\n", `{"kind":"me`} {
+		if _, err := Read(strings.NewReader(in)); !errors.Is(err, ErrEmpty) {
+			t.Errorf("Read(%q) error = %v, want ErrEmpty", in, err)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v, want os.ErrNotExist", err)
+	}
+}

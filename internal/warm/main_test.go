@@ -1,0 +1,19 @@
+package warm
+import (
+ _ "github.com/hashicorp/raft"
+ _ "github.com/hashicorp/raft-boltdb/v2"
+ _ "github.com/anishathalye/porcupine"
+ _ "github.com/pingcap/failpoint"
+ _ "github.com/onsi/ginkgo/v2"
+ _ "github.com/onsi/gomega"
+ _ "k8s.io/client-go/kubernetes"
+ _ "k8s.io/client-go/informers"
+ _ "k8s.io/client-go/tools/clientcmd"
+ _ "k8s.io/component-helpers/scheduling/corev1"
+ _ "k8s.io/utils/clock/testing"
+ _ "sigs.k8s.io/yaml"
+ _ "github.com/spf13/cobra"
+ _ "github.com/google/go-cmp/cmp"
+ _ "k8s.io/apimachinery/pkg/util/strategicpatch"
+ _ "gopkg.in/evanphx/json-patch.v4"
+)

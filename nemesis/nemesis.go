@@ -1,0 +1,116 @@
+// Package nemesis injects faults into a running cluster. Faults are values with
+// a name; injecting one returns the function that heals it; a Schedule composes
+// faults over time from a seeded generator and records every fault as an
+// interval in the history.
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/podsafe/podsafe/cluster"
+)
+
+// Fault is one kind of fault. Implementations are stateless values; Inject
+// carries the state of one injection in the heal function it returns.
+type Fault interface {
+	// Name is the fault's name on the command line.
+	Name() string
+	// Describe is one line for `podsafe list`.
+	Describe() string
+	// Available reports whether the fault makes sense on c (isolating one
+	// member of a one-member cluster does not).
+	Available(c *cluster.Cluster) bool
+	// Inject applies the fault and returns what it did and how to heal it.
+	Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error)
+}
+
+// Injection is one applied fault.
+type Injection struct {
+	// Description says what was done, e.g. "isolate leader cp-1".
+	Description string
+	// Targets are the hosts or components affected.
+	Targets []string
+	// Heal undoes the fault.
+	Heal func() error
+}
+
+// registry maps a fault or group name to its faults. Groups are the names
+// Jepsen users know: "partition" picks among every partition shape.
+var registry = map[string][]Fault{}
+
+func register(group string, faults ...Fault) {
+	registry[group] = append(registry[group], faults...)
+	for _, f := range faults {
+		if _, ok := registry[f.Name()]; !ok {
+			registry[f.Name()] = []Fault{f}
+		}
+	}
+}
+
+// ErrUnknownFault: a nemesis name that is neither a fault nor a group.
+var ErrUnknownFault = errors.New("unknown nemesis")
+
+// Lookup resolves comma-separated names ("partition", "isolate-leader,halves",
+// "none") into the faults they stand for.
+func Lookup(names ...string) ([]Fault, error) {
+	var out []Fault
+	seen := map[string]bool{}
+	for _, n := range names {
+		for _, name := range strings.Split(n, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || name == "none" {
+				continue
+			}
+			fs, ok := registry[name]
+			if !ok {
+				return nil, fmt.Errorf("%w %q: choose from %s", ErrUnknownFault, name, strings.Join(Names(), ", "))
+			}
+			for _, f := range fs {
+				if !seen[f.Name()] {
+					seen[f.Name()] = true
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Names lists every fault and group name, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry)+1)
+	for n := range registry {
+		names = append(names, n)
+	}
+	names = append(names, "none")
+	sort.Strings(names)
+	return names
+}
+
+// Groups maps each group name to the faults in it, for `podsafe list`.
+func Groups() map[string][]Fault {
+	out := map[string][]Fault{}
+	for name, fs := range registry {
+		if len(fs) > 1 || fs[0].Name() != name {
+			out[name] = fs
+		}
+	}
+	return out
+}
+
+// All lists every single fault once, sorted by name.
+func All() []Fault {
+	var out []Fault
+	for name, fs := range registry {
+		if len(fs) == 1 && fs[0].Name() == name {
+			out = append(out, fs[0])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}

@@ -1,0 +1,154 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/history"
+)
+
+// Schedule injects faults drawn from Faults with a seeded generator: wait about
+// Interval, inject one fault, wait about Interval, heal it, repeat. Every
+// injection is recorded as an interval in the history. When ctx ends every
+// active fault is healed.
+type Schedule struct {
+	Faults []Fault
+	// Interval is the mean time between nemesis operations (default 5 s); each
+	// wait is drawn uniformly from [Interval/2, 3·Interval/2).
+	Interval time.Duration
+	Recorder *history.Recorder
+	Logger   *slog.Logger
+
+	mu     sync.Mutex
+	active map[uint64]Injection
+	seq    uint64
+}
+
+// Run drives the schedule until ctx ends, then heals everything.
+func (s *Schedule) Run(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) error {
+	if s.Interval <= 0 {
+		s.Interval = 5 * time.Second
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var avail []Fault
+	for _, f := range s.Faults {
+		if f.Available(c) {
+			avail = append(avail, f)
+		} else {
+			log.Info("fault not available on this topology", "fault", f.Name())
+		}
+	}
+	if len(avail) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	var errs []error
+	for {
+		if !sleep(ctx, s.jitter(rng)) {
+			break
+		}
+		f := avail[rng.IntN(len(avail))]
+		id, err := s.inject(ctx, c, f, rng, log)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok := sleep(ctx, s.jitter(rng))
+		errs = append(errs, s.heal(id, log))
+		if !ok {
+			break
+		}
+	}
+	errs = append(errs, s.HealAll())
+	return errors.Join(errs...)
+}
+
+func (s *Schedule) jitter(rng *rand.Rand) time.Duration {
+	return s.Interval/2 + time.Duration(rng.Int64N(int64(s.Interval)))
+}
+
+func (s *Schedule) inject(ctx context.Context, c *cluster.Cluster, f Fault, rng *rand.Rand, log *slog.Logger) (uint64, error) {
+	inj, err := f.Inject(ctx, c, rng)
+	if err != nil {
+		log.Warn("injecting fault", "fault", f.Name(), "err", err)
+		return 0, fmt.Errorf("injecting %s: %w", f.Name(), err)
+	}
+	s.mu.Lock()
+	s.seq++
+	id := s.seq
+	if s.active == nil {
+		s.active = map[uint64]Injection{}
+	}
+	s.active[id] = inj
+	s.mu.Unlock()
+	if s.Recorder != nil {
+		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Name: f.Name(), Description: inj.Description, Phase: history.PhaseStart, Targets: inj.Targets})
+	}
+	log.Info("fault injected", "fault", f.Name(), "what", inj.Description)
+	return id, nil
+}
+
+func (s *Schedule) heal(id uint64, log *slog.Logger) error {
+	s.mu.Lock()
+	inj, ok := s.active[id]
+	delete(s.active, id)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	err := inj.Heal()
+	if s.Recorder != nil {
+		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Description: inj.Description, Phase: history.PhaseEnd, Targets: inj.Targets})
+	}
+	log.Info("fault healed", "what", inj.Description)
+	if err != nil {
+		return fmt.Errorf("healing %s: %w", inj.Description, err)
+	}
+	return nil
+}
+
+// HealAll heals every active fault.
+func (s *Schedule) HealAll() error {
+	s.mu.Lock()
+	ids := make([]uint64, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		errs = append(errs, s.heal(id, slog.New(slog.DiscardHandler)))
+	}
+	return errors.Join(errs...)
+}
+
+// Active describes the faults in force now, for a progress line.
+func (s *Schedule) Active() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, inj := range s.active {
+		out = append(out, inj.Description)
+	}
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

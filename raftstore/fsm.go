@@ -1,0 +1,228 @@
+package raftstore
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// opCode names a write command.
+type opCode string
+
+// The write commands. Everything a write needs that is not deterministic
+// (uid, creationTimestamp) is decided before proposing and is part of Data.
+const (
+	opCreate opCode = "create"
+	opUpdate opCode = "update"
+	opDelete opCode = "delete"
+)
+
+// command is one raft log entry, encoded as JSON.
+type command struct {
+	Op   opCode          `json:"op"`
+	Key  Key             `json:"key"`
+	Data json.RawMessage `json:"data,omitempty"`
+	Pre  Preconditions   `json:"pre,omitzero"`
+}
+
+// applyResult is what fsm.Apply returns for a command: the written (or
+// deleted) object, or a sentinel error that is the command's definite,
+// deterministic outcome.
+type applyResult struct {
+	obj Object
+	err error
+}
+
+// stored is one object in the FSM. data already carries
+// metadata.resourceVersion = rv; entries are never mutated, only replaced, so
+// they can be shared with snapshots, readers and watch events.
+type stored struct {
+	data []byte
+	rv   uint64
+	uid  string
+}
+
+// fsm is the replicated state machine: every object by resource and key, the
+// index of the last applied command, and the watch hub fed in apply order.
+// Apply is deterministic: no clocks, randomness or map-order dependence.
+type fsm struct {
+	mu      sync.RWMutex
+	objects map[string]map[Key]stored // resource -> key -> object
+	applied uint64
+	hub     *hub
+	log     *slog.Logger
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM(h *hub, log *slog.Logger) *fsm {
+	return &fsm{objects: map[string]map[Key]stored{}, hub: h, log: log}
+}
+
+// Apply applies one committed command. It is called by raft on one goroutine,
+// in log order, on every member.
+func (f *fsm) Apply(l *raft.Log) any {
+	var cmd command
+	if err := json.Unmarshal(l.Data, &cmd); err != nil {
+		f.mu.Lock()
+		f.applied = l.Index
+		f.mu.Unlock()
+		f.log.Error("undecodable raft command", "index", l.Index, "err", err)
+		return applyResult{err: fmt.Errorf("%w: undecodable command at index %d", ErrInvalid, l.Index)}
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied = l.Index
+	ev, err := f.applyLocked(cmd, l.Index)
+	if err != nil {
+		return applyResult{err: err}
+	}
+	f.hub.publish(ev)
+	return applyResult{obj: ev.Object}
+}
+
+// applyLocked applies cmd at index and returns the event it caused.
+func (f *fsm) applyLocked(cmd command, index uint64) (Event, error) {
+	old, exists := f.objects[cmd.Key.Resource][cmd.Key]
+	switch cmd.Op {
+	case opCreate:
+		if exists {
+			return Event{}, ErrExists
+		}
+		d, err := parseDoc(cmd.Data)
+		if err != nil {
+			return Event{}, err
+		}
+		d.set(fieldGeneration, 1)
+		d.set(fieldResourceVersion, fmt.Sprint(index))
+		obj := f.put(cmd.Key, d, index)
+		return Event{Type: Added, Object: obj}, nil
+
+	case opUpdate:
+		if !exists {
+			return Event{}, ErrNotFound
+		}
+		if err := checkPreconditions(old, cmd.Pre); err != nil {
+			return Event{}, err
+		}
+		d, err := parseDoc(cmd.Data)
+		if err != nil {
+			return Event{}, err
+		}
+		prev, err := parseDoc(old.data)
+		if err != nil {
+			return Event{}, err
+		}
+		d.copyField(prev, fieldUID)
+		d.copyField(prev, fieldCreationTimestamp)
+		gen := prev.int(fieldGeneration)
+		if specChanged(prev, d) {
+			gen++
+		}
+		d.set(fieldGeneration, gen)
+		d.set(fieldResourceVersion, fmt.Sprint(index))
+		obj := f.put(cmd.Key, d, index)
+		return Event{Type: Modified, Object: obj}, nil
+
+	case opDelete:
+		if !exists {
+			return Event{}, ErrNotFound
+		}
+		if err := checkPreconditions(old, cmd.Pre); err != nil {
+			return Event{}, err
+		}
+		delete(f.objects[cmd.Key.Resource], cmd.Key)
+		if len(f.objects[cmd.Key.Resource]) == 0 {
+			delete(f.objects, cmd.Key.Resource)
+		}
+		obj := Object{Key: cmd.Key, Data: withResourceVersion(old.data, index), RV: index}
+		return Event{Type: Deleted, Object: obj}, nil
+	}
+	return Event{}, fmt.Errorf("%w: unknown command %q", ErrInvalid, cmd.Op)
+}
+
+// put stores the encoded doc under key at index, with metadata.name and
+// metadata.namespace filled in from the key.
+func (f *fsm) put(key Key, d *doc, index uint64) Object {
+	d.set(fieldName, key.Name)
+	if key.Namespace != "" {
+		d.set(fieldNamespace, key.Namespace)
+	}
+	s := stored{data: d.encode(), rv: index, uid: d.str(fieldUID)}
+	byKey := f.objects[key.Resource]
+	if byKey == nil {
+		byKey = map[Key]stored{}
+		f.objects[key.Resource] = byKey
+	}
+	byKey[key] = s
+	return Object{Key: key, Data: s.data, RV: index}
+}
+
+// checkPreconditions returns ErrConflict if pre does not hold for cur.
+func checkPreconditions(cur stored, pre Preconditions) error {
+	if pre.ResourceVersion != 0 && pre.ResourceVersion != cur.rv {
+		return fmt.Errorf("%w: resourceVersion is %d, precondition %d", ErrConflict, cur.rv, pre.ResourceVersion)
+	}
+	if pre.UID != "" && pre.UID != cur.uid {
+		return fmt.Errorf("%w: uid is %q, precondition %q", ErrConflict, cur.uid, pre.UID)
+	}
+	return nil
+}
+
+// get reads one object from local state.
+func (f *fsm) get(key Key) (Object, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, ok := f.objects[key.Resource][key]
+	if !ok {
+		return Object{}, ErrNotFound
+	}
+	return Object{Key: key, Data: s.data, RV: s.rv}, nil
+}
+
+// list reads the objects of resource (in namespace, or all namespaces when it
+// is empty) from local state, sorted by key, with the applied index they
+// reflect.
+func (f *fsm) list(resource, namespace string) ([]Object, uint64) {
+	f.mu.RLock()
+	objs := make([]Object, 0, len(f.objects[resource]))
+	for k, s := range f.objects[resource] {
+		if namespace == "" || k.Namespace == namespace {
+			objs = append(objs, Object{Key: k, Data: s.data, RV: s.rv})
+		}
+	}
+	rev := f.applied
+	f.mu.RUnlock()
+	slices.SortFunc(objs, func(a, b Object) int { return compareKeys(a.Key, b.Key) })
+	return objs, rev
+}
+
+// appliedIndex returns the index of the last applied command.
+func (f *fsm) appliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.applied
+}
+
+// count returns the number of stored objects.
+func (f *fsm) count() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, byKey := range f.objects {
+		n += len(byKey)
+	}
+	return n
+}
+
+// compareKeys orders keys by resource, namespace, name: the order of
+// Key.String for valid Kubernetes names.
+func compareKeys(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}

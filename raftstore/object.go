@@ -1,0 +1,198 @@
+package raftstore
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// The store treats objects generically: it reads and writes only these
+// metadata fields and keeps everything else byte for byte (modulo key order,
+// which becomes sorted). In particular graceful-deletion state
+// (metadata.deletionTimestamp, metadata.deletionGracePeriodSeconds,
+// finalizers) is whatever the last Update wrote; enforcing the deletion rules
+// is the API server's job.
+const (
+	fieldMetadata          = "metadata"
+	fieldSpec              = "spec"
+	fieldName              = "name"
+	fieldNamespace         = "namespace"
+	fieldUID               = "uid"
+	fieldCreationTimestamp = "creationTimestamp"
+	fieldResourceVersion   = "resourceVersion"
+	fieldGeneration        = "generation"
+)
+
+// doc is an object decoded one level deep, with its metadata decoded one
+// level deeper. Re-encoding it sorts keys, which keeps Apply deterministic.
+type doc struct {
+	top  map[string]json.RawMessage
+	meta map[string]json.RawMessage
+}
+
+// parseDoc decodes data, which must be a JSON object whose metadata (if any)
+// is an object. A missing or null metadata is created empty.
+func parseDoc(data []byte) (*doc, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalid)
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := top[fieldMetadata]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return nil, fmt.Errorf("%w: metadata is not a JSON object", ErrInvalid)
+		}
+	}
+	return &doc{top: top, meta: meta}, nil
+}
+
+// checkKey verifies that metadata.name and metadata.namespace, when present,
+// agree with the key the object is stored under.
+func (d *doc) checkKey(k Key) error {
+	if name := d.str(fieldName); name != "" && name != k.Name {
+		return fmt.Errorf("%w: metadata.name %q does not match key %s", ErrInvalid, name, k)
+	}
+	if ns := d.str(fieldNamespace); ns != "" && ns != k.Namespace {
+		return fmt.Errorf("%w: metadata.namespace %q does not match key %s", ErrInvalid, ns, k)
+	}
+	return nil
+}
+
+// str returns a string metadata field, or "" if absent or not a string.
+func (d *doc) str(field string) string {
+	var s string
+	if raw, ok := d.meta[field]; ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
+// int returns an integer metadata field, or 0 if absent or not an integer.
+func (d *doc) int(field string) int64 {
+	var n int64
+	if raw, ok := d.meta[field]; ok {
+		_ = json.Unmarshal(raw, &n)
+	}
+	return n
+}
+
+// set sets a metadata field to v's JSON encoding.
+func (d *doc) set(field string, v any) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		// Only strings and integers are set; they always encode.
+		panic(fmt.Sprintf("raftstore: encoding metadata.%s: %v", field, err))
+	}
+	d.meta[field] = raw
+}
+
+// copyField copies a metadata field from another doc, or removes it if the
+// other has none.
+func (d *doc) copyField(from *doc, field string) {
+	if raw, ok := from.meta[field]; ok {
+		d.meta[field] = raw
+	} else {
+		delete(d.meta, field)
+	}
+}
+
+// encode re-encodes the doc with sorted keys.
+func (d *doc) encode() []byte {
+	meta, err := json.Marshal(d.meta)
+	if err != nil {
+		panic(fmt.Sprintf("raftstore: encoding metadata: %v", err))
+	}
+	d.top[fieldMetadata] = meta
+	out, err := json.Marshal(d.top)
+	if err != nil {
+		panic(fmt.Sprintf("raftstore: encoding object: %v", err))
+	}
+	return out
+}
+
+// withResourceVersion returns data with metadata.resourceVersion set to rv.
+func withResourceVersion(data []byte, rv uint64) []byte {
+	d, err := parseDoc(data)
+	if err != nil {
+		// Stored objects were validated when written.
+		panic(fmt.Sprintf("raftstore: stored object is invalid: %v", err))
+	}
+	d.set(fieldResourceVersion, strconv.FormatUint(rv, 10))
+	return d.encode()
+}
+
+// specChanged reports whether the top-level "spec" differs between two docs,
+// comparing decoded values so that key order and spacing do not count.
+func specChanged(old, new *doc) bool {
+	a, aok := old.top[fieldSpec]
+	b, bok := new.top[fieldSpec]
+	if aok != bok {
+		return true
+	}
+	if !aok || bytes.Equal(a, b) {
+		return false
+	}
+	return !reflect.DeepEqual(decodeAny(a), decodeAny(b))
+}
+
+// decodeAny decodes JSON keeping numbers exact.
+func decodeAny(raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// prepareCreate validates data for key and stamps the fields assigned by the
+// proposing member (uid, creationTimestamp), so that Apply needs neither a
+// clock nor randomness.
+func prepareCreate(key Key, data []byte, uid string, now time.Time) ([]byte, error) {
+	d, err := parseDoc(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkKey(key); err != nil {
+		return nil, err
+	}
+	d.set(fieldUID, uid)
+	d.set(fieldCreationTimestamp, now.UTC().Truncate(time.Second).Format(time.RFC3339))
+	return d.encode(), nil
+}
+
+// validateUpdate checks that data is an object that may be stored under key.
+func validateUpdate(key Key, data []byte) error {
+	d, err := parseDoc(data)
+	if err != nil {
+		return err
+	}
+	return d.checkKey(key)
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("raftstore: reading randomness: %v", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}

@@ -1,0 +1,364 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Store is one member of a raft-replicated object store. Every method is safe
+// for concurrent use. Writes and reads go to the leader (forwarded by
+// followers); watches are served by every member from its own event window.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	raft   *raft.Raft
+	fsm    *fsm
+	hub    *hub
+	trans  *raft.NetworkTransport
+	stream *streamLayer
+	bolt   *raftboltdb.BoltStore // nil in memory
+
+	fwdServer *http.Server
+	fwdClient *forwardClient
+
+	// barrierTerm is the leader term in which this member last committed a
+	// barrier; reads served by the leader need one per term (see readIndex).
+	barrierTerm atomic.Uint64
+
+	observer   *raft.Observer
+	leaderMu   sync.Mutex
+	leaderWake chan struct{} // closed and replaced on every leader change
+
+	closing   chan struct{}
+	life      context.Context // cancelled by Close, ending calls in flight
+	endLife   context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+// Open starts a member as configured. With Bootstrap it also bootstraps the
+// cluster from Members unless this member already has raft state. Open does
+// not wait for a leader; see WaitLeader.
+//
+// Open owns both listeners from the start: Close closes them, and so does
+// Open when it fails.
+func Open(cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		closeListeners(cfg)
+		return nil, err
+	}
+	self, _ := cfg.member(cfg.ID)
+	log := cfg.Logger.With("member", cfg.ID)
+	hlog := newRaftLogger(log, "raft")
+
+	h := newHub(cfg.WatchWindow)
+	s := &Store{
+		cfg:        cfg,
+		log:        log,
+		hub:        h,
+		fsm:        newFSM(h, log),
+		leaderWake: make(chan struct{}),
+		closing:    make(chan struct{}),
+	}
+	s.life, s.endLife = context.WithCancel(context.Background())
+
+	opened := false
+	defer func() {
+		if !opened {
+			closeListeners(cfg)
+		}
+	}()
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+	)
+	if cfg.Durable {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("opening data dir: %w", err)
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{
+			Path:        filepath.Join(cfg.DataDir, "raft.db"),
+			BoltOptions: &bbolt.Options{Timeout: time.Second},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
+		}
+		s.bolt = bolt
+		cache, err := raft.NewLogCache(512, bolt)
+		if err != nil {
+			bolt.Close()
+			return nil, fmt.Errorf("creating log cache: %w", err)
+		}
+		logs, stable = cache, bolt
+		fss, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+		if err != nil {
+			bolt.Close()
+			return nil, fmt.Errorf("opening snapshot store in %s: %w", cfg.DataDir, err)
+		}
+		snaps = fss
+	} else {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	}
+
+	s.stream = newStreamLayer(cfg.RaftListener, self.RaftAddr, cfg.Dial)
+	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  s.stream,
+		MaxPool: 3,
+		Timeout: cfg.TransportTimeout,
+		Logger:  hlog,
+	})
+	fail := func(err error) (*Store, error) {
+		s.endLife()
+		s.stream.shutdown()
+		s.trans.Close()
+		if s.bolt != nil {
+			s.bolt.Close()
+		}
+		return nil, err
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fail(fmt.Errorf("raft config: %w", err))
+	}
+
+	if cfg.Bootstrap {
+		existing, err := raft.HasExistingState(logs, stable, snaps)
+		if err != nil {
+			return fail(fmt.Errorf("checking for existing raft state: %w", err))
+		}
+		if !existing {
+			var conf raft.Configuration
+			for _, m := range cfg.Members {
+				conf.Servers = append(conf.Servers, raft.Server{
+					Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.RaftAddr),
+				})
+			}
+			if err := raft.BootstrapCluster(rc, logs, stable, snaps, s.trans, conf); err != nil {
+				return fail(fmt.Errorf("bootstrapping cluster: %w", err))
+			}
+			log.Info("bootstrapped cluster", "members", len(cfg.Members))
+		}
+	}
+
+	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
+	if err != nil {
+		return fail(fmt.Errorf("starting raft: %w", err))
+	}
+	s.raft = r
+
+	obsCh := make(chan raft.Observation, 16)
+	s.observer = raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(s.observer)
+	s.wg.Add(1)
+	go s.watchLeader(obsCh)
+
+	s.fwdClient = newForwardClient(cfg)
+	s.fwdServer = &http.Server{
+		Handler:           s.forwardHandler(),
+		ReadHeaderTimeout: cfg.ForwardTimeout,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.fwdServer.Serve(cfg.ForwardListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("forward server stopped", "err", err)
+		}
+	}()
+	opened = true
+	log.Info("opened store", "durable", cfg.Durable, "stale_reads", cfg.StaleReads)
+	return s, nil
+}
+
+func closeListeners(cfg Config) {
+	for _, ln := range []net.Listener{cfg.RaftListener, cfg.ForwardListener} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// watchLeader logs leader changes and wakes WaitLeader callers.
+func (s *Store) watchLeader(ch <-chan raft.Observation) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case o := <-ch:
+			lo := o.Data.(raft.LeaderObservation)
+			s.log.Info("leader changed", "leader", string(lo.LeaderID), "term", s.raft.CurrentTerm())
+			s.wakeLeaderWaiters()
+		}
+	}
+}
+
+func (s *Store) wakeLeaderWaiters() {
+	s.leaderMu.Lock()
+	close(s.leaderWake)
+	s.leaderWake = make(chan struct{})
+	s.leaderMu.Unlock()
+}
+
+// leaderChanged returns a channel closed at the next leader change.
+func (s *Store) leaderChanged() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderWake
+}
+
+// Close stops the member abruptly, as a crash would: no leadership transfer
+// and no leaving the membership. Durable state written so far stays on disk.
+// Open watches are closed; calls in flight fail. Close closes both listeners.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.endLife()
+		var errs []error
+		s.raft.DeregisterObserver(s.observer)
+		// Break raft's conns first so that no goroutine waits out a
+		// TransportTimeout on a black-holed link before shutdown completes.
+		s.stream.shutdown()
+		if err := s.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("shutting down raft: %w", err))
+		}
+		if err := s.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing raft transport: %w", err))
+		}
+		if err := s.fwdServer.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing forward server: %w", err))
+		}
+		s.fwdClient.close()
+		s.hub.close()
+		if s.bolt != nil {
+			if err := s.bolt.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing raft log: %w", err))
+			}
+		}
+		s.wg.Wait()
+		s.closeErr = errors.Join(errs...)
+		s.log.Info("closed store")
+	})
+	return s.closeErr
+}
+
+func (s *Store) closed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// ID returns this member's ID.
+func (s *Store) ID() string { return s.cfg.ID }
+
+// LeaderID returns the ID of the leader as this member knows it, or "" if it
+// knows none. A partitioned member may name a leader that has since lost
+// leadership.
+func (s *Store) LeaderID() string {
+	_, id := s.raft.LeaderWithID()
+	return string(id)
+}
+
+// IsLeader reports whether this member currently believes it is the leader.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// AppliedIndex returns the raft index of the last change applied to this
+// member's objects (the highest resourceVersion it can serve).
+func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+
+// WaitLeader blocks until this member knows a leader, ctx ends or the store
+// closes.
+func (s *Store) WaitLeader(ctx context.Context) error {
+	for {
+		changed := s.leaderChanged()
+		if s.LeaderID() != "" {
+			return nil
+		}
+		if s.closed() {
+			return ErrClosed
+		}
+		// The observer can miss a change that happened before it was
+		// registered; a short poll covers that.
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for a leader: %w", ctx.Err())
+		case <-s.closing:
+		}
+		t.Stop()
+	}
+}
+
+// Snapshot makes raft snapshot the state now and compact its log. A store with
+// nothing new since the last snapshot is not an error.
+func (s *Store) Snapshot() error {
+	err := s.raft.Snapshot().Error()
+	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return fmt.Errorf("snapshotting: %w", err)
+	}
+	return nil
+}
+
+// TransferLeadership asks this member, if it leads, to hand leadership to
+// another member. It is for fault injection; ordinary writes never need it.
+func (s *Store) TransferLeadership(ctx context.Context) error {
+	if err := waitFuture(ctx, s.raft.LeadershipTransfer()); err != nil {
+		return fmt.Errorf("transferring leadership: %w", err)
+	}
+	return nil
+}
+
+// Stats returns raft's statistics plus the store's: member, fsm_applied_index,
+// objects, watch_floor, watch_last, watchers, stale_reads.
+func (s *Store) Stats() map[string]string {
+	st := s.raft.Stats()
+	floor, last, watchers := s.hub.stats()
+	st["member"] = s.cfg.ID
+	st["fsm_applied_index"] = strconv.FormatUint(s.fsm.appliedIndex(), 10)
+	st["objects"] = strconv.Itoa(s.fsm.count())
+	st["watch_floor"] = strconv.FormatUint(floor, 10)
+	st["watch_last"] = strconv.FormatUint(last, 10)
+	st["watchers"] = strconv.Itoa(watchers)
+	st["stale_reads"] = strconv.FormatBool(s.cfg.StaleReads)
+	return st
+}

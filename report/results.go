@@ -1,0 +1,61 @@
+// Package report turns checked histories into the files people read and CI
+// gates on. It is pure: it reads results and histories, never a live cluster.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podsafe/podsafe/checker"
+)
+
+// OpCounts counts client operations by outcome.
+type OpCounts struct {
+	OK      int64 `json:"ok"`
+	Fail    int64 `json:"fail"`
+	Unknown int64 `json:"unknown"`
+}
+
+// Results is the content of results.json: the verdict of one run and every
+// checker's result with its evidence.
+type Results struct {
+	Scenario  string           `json:"scenario"`
+	Seed      uint64           `json:"seed"`
+	Dir       string           `json:"dir"`
+	Verdict   checker.Verdict  `json:"verdict"`
+	Checks    []checker.Result `json:"checks"`
+	Ops       OpCounts         `json:"ops"`
+	Truncated bool             `json:"truncated,omitempty"`
+	Started   time.Time        `json:"started,omitzero"`
+	Finished  time.Time        `json:"finished,omitzero"`
+	Rerun     string           `json:"rerun,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// WriteResults writes dir/results.json.
+func WriteResults(dir string, r Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding results: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing results: %w", err)
+	}
+	return nil
+}
+
+// ReadResults reads dir/results.json.
+func ReadResults(dir string) (*Results, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("results.json in %s: %w", dir, err)
+	}
+	return &r, nil
+}

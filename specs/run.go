@@ -1,0 +1,285 @@
+package specs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/report"
+	"github.com/podsafe/podsafe/workload"
+)
+
+// RunOptions are the parts of a run that are not the scenario: where results
+// go and who watches.
+type RunOptions struct {
+	// StoreDir is the root of results (default "store"); the run writes into
+	// StoreDir/<scenario>/<UTC timestamp>-seed<N>/ and points StoreDir/latest at it.
+	StoreDir string
+	// Progress receives a live progress line (nil: none).
+	Progress io.Writer
+	// Rerun is the command line that reproduces this run, printed and saved.
+	Rerun string
+	// SettleTime is how long the cluster runs healed after the workload stops
+	// and before it is shut down (default 1 s).
+	SettleTime time.Duration
+	// CheckTimeout bounds each checker (default 60 s).
+	CheckTimeout time.Duration
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Dir     string
+	Results report.Results
+}
+
+// Run executes scenario s: it builds the cluster, runs the workload and the
+// nemesis for s.Duration, heals, records everything in the history, checks it
+// and writes results.json and linearizability.html. The error is non-nil only
+// when the run itself broke (the outcome's Dir still holds whatever history was
+// written); a violated guarantee is a verdict, not an error.
+func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
+	s.Defaults()
+	if s.Seed == 0 {
+		s.Seed = RandomSeed()
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.StoreDir == "" {
+		opts.StoreDir = "store"
+	}
+	if opts.SettleTime == 0 {
+		opts.SettleTime = time.Second
+	}
+	if opts.CheckTimeout == 0 {
+		opts.CheckTimeout = 60 * time.Second
+	}
+	started := time.Now().UTC()
+	dir := filepath.Join(opts.StoreDir, s.Name, fmt.Sprintf("%s-seed%d", started.Format("20060102T150405.000Z"), s.Seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	out := &Outcome{Dir: dir}
+	linkLatest(opts.StoreDir, dir)
+
+	logFile, err := os.Create(filepath.Join(dir, "podsafe.log"))
+	if err != nil {
+		return out, fmt.Errorf("creating log: %w", err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := writeJSON(filepath.Join(dir, "scenario.json"), s); err != nil {
+		return out, err
+	}
+	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.Meta{
+		Scenario: s.Name, Seed: s.Seed, Start: started,
+		Extra: map[string]string{"rerun": opts.Rerun},
+	})
+	if err != nil {
+		return out, fmt.Errorf("creating history: %w", err)
+	}
+	res := report.Results{Scenario: s.Name, Seed: s.Seed, Dir: dir, Rerun: opts.Rerun, Started: started}
+	runErr := execute(ctx, s, opts, rec, log, &res)
+	if err := rec.Close(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", err))
+	}
+	if runErr != nil {
+		res.Error = runErr.Error()
+		log.Error("run broke", "err", runErr)
+	}
+	// Check whatever was recorded, even after a broken run.
+	chk, chkErr := CheckDir(ctx, dir, opts.CheckTimeout)
+	if chkErr != nil {
+		runErr = errors.Join(runErr, chkErr)
+	} else {
+		res.Checks = chk.Checks
+		res.Verdict = chk.Verdict
+		res.Truncated = chk.Truncated
+	}
+	res.Finished = time.Now().UTC()
+	if err := report.WriteResults(dir, res); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	out.Results = res
+	return out, runErr
+}
+
+func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, log *slog.Logger, res *report.Results) error {
+	rng := mrand.New(mrand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
+	cfg := cluster.Config{
+		Topology:   s.Topology,
+		TimeScale:  s.TimeScale,
+		Durable:    s.Durable,
+		StaleReads: s.hasBug("stale-read"),
+		Logger:     log,
+	}
+	if s.Durable {
+		cfg.DataDir = filepath.Join(res.Dir, "data")
+	}
+	c, err := cluster.New(cfg)
+	if err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = c.Start(startCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("starting cluster: %w", err)
+	}
+	defer c.Close()
+	rec.Log("cluster started", map[string]string{"members": fmt.Sprint(c.Members())})
+
+	faults, err := nemesis.Lookup(s.Nemesis...)
+	if err != nil {
+		return err
+	}
+	sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
+	clients := make([]kubernetes.Interface, s.Concurrency)
+	for i := range clients {
+		rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(i), Member: i % c.Members()})
+		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+		if clients[i], err = kubernetes.NewForConfig(rc); err != nil {
+			return fmt.Errorf("building client %d: %w", i, err)
+		}
+	}
+	stats := &workload.Stats{}
+	runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
+	defer stop()
+	var wg sync.WaitGroup
+	var nemErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nemErr = sched.Run(runCtx, c, rng)
+	}()
+	progressDone := make(chan struct{})
+	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
+	w := &workload.Register{Keys: s.Keys}
+	wlErr := w.Run(runCtx, clients, rec, rng.Uint64(), stats)
+	stop()
+	wg.Wait()
+	close(progressDone)
+	rec.Log("workload finished; all faults healed", nil)
+	time.Sleep(opts.SettleTime)
+	res.Ops = report.OpCounts{OK: stats.OK.Load(), Fail: stats.Fail.Load(), Unknown: stats.Unknown.Load()}
+	if nemErr != nil {
+		log.Warn("nemesis", "err", nemErr)
+	}
+	return wlErr
+}
+
+// CheckDir loads the history in dir (complete or left by a crashed run), runs
+// the checkers and writes linearizability.html there. It does not write
+// results.json; `podsafe check` and Run do.
+func CheckDir(ctx context.Context, dir string, timeout time.Duration) (*report.Results, error) {
+	h, err := history.Load(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("loading history: %w", err)
+	}
+	results := checker.Check(ctx, h, checker.Options{
+		Timeout:           timeout,
+		VisualizationPath: filepath.Join(dir, "linearizability.html"),
+	})
+	verdict := checker.Merge(results)
+	if len(results) == 0 {
+		// Nothing was checked: that is no evidence of validity.
+		verdict = checker.Unknown
+	}
+	return &report.Results{
+		Scenario:  h.Meta.Scenario,
+		Seed:      h.Meta.Seed,
+		Dir:       dir,
+		Checks:    results,
+		Verdict:   verdict,
+		Truncated: h.Truncated,
+	}, nil
+}
+
+func progress(w io.Writer, start time.Time, stats *workload.Stats, sched *nemesis.Schedule, done <-chan struct{}) {
+	if w == nil {
+		return
+	}
+	// On a terminal the line redraws in place each second; in a log (CI) a
+	// line every 5 s is enough.
+	every, eol, bol := 5*time.Second, "\n", ""
+	if isTerminal(w) {
+		every, eol, bol = time.Second, "", "\r"
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			if eol == "" {
+				fmt.Fprintln(w)
+			}
+			return
+		case <-t.C:
+			active := sched.Active()
+			faults := "none"
+			if len(active) > 0 {
+				sort.Strings(active)
+				faults = strings.Join(active, "; ")
+			}
+			fmt.Fprintf(w, "%s[%5s] %s | faults: %-50s%s", bol, time.Since(start).Truncate(time.Second), stats, faults, eol)
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func linkLatest(storeDir, dir string) {
+	rel, err := filepath.Rel(storeDir, dir)
+	if err != nil {
+		return
+	}
+	latest := filepath.Join(storeDir, "latest")
+	os.Remove(latest)
+	os.Symlink(rel, latest) // best effort: a missing link loses nothing
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// RandomSeed draws a fresh seed for a run that was given none.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 12 // short enough to type
+}
+
+func sortStrings(s []string) []string { sort.Strings(s); return s }

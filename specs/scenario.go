@@ -1,0 +1,161 @@
+// Package specs runs podsafe scenarios and holds the ginkgo suites that prove
+// the guarantees. Run is the plain function behind both `podsafe test` and the
+// specs: a scenario is data; running it builds a cluster, drives a workload and
+// a nemesis, records the history, checks it and writes the results.
+package specs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/nemesis"
+)
+
+// ErrInvalidScenario: a scenario field is out of range or unknown.
+var ErrInvalidScenario = errors.New("invalid scenario")
+
+// Workloads lists the workloads Run knows, with one line each.
+var Workloads = map[string]string{
+	"register": "create/get/compare-and-swap/delete on a small rotating key set through the API; checked for linearizability",
+}
+
+// Bugs lists the planted bugs a scenario can switch on, with one line each.
+var Bugs = map[string]string{
+	"stale-read": "every store member serves reads from its local state without asking the leader (breaks linearizability)",
+}
+
+// Scenario is one test run, as data: what cluster, which workload, which
+// faults, for how long, from which seed.
+type Scenario struct {
+	Name     string           `json:"name"`
+	Topology cluster.Topology `json:"topology"`
+	Workload string           `json:"workload"`
+	// Nemesis names faults or groups of faults (see `podsafe list`); empty or
+	// "none" runs without faults.
+	Nemesis         []string `json:"nemesis"`
+	NemesisInterval Duration `json:"nemesisInterval"`
+	Checkers        []string `json:"checkers,omitempty"`
+	// Duration is the time limit of the workload phase, in wall time.
+	Duration    Duration `json:"duration"`
+	TimeScale   float64  `json:"timeScale"`
+	Seed        uint64   `json:"seed"`
+	Concurrency int      `json:"concurrency"`
+	// Keys is how many register keys are live at once.
+	Keys    int  `json:"keys,omitempty"`
+	Durable bool `json:"durable,omitempty"`
+	// Bugs are planted bugs to switch on (see Bugs).
+	Bugs []string `json:"bugs,omitempty"`
+
+	_ struct{}
+}
+
+// Defaults fills zero fields with the defaults of `podsafe test`.
+func (s *Scenario) Defaults() {
+	if s.Workload == "" {
+		s.Workload = "register"
+	}
+	if s.Name == "" {
+		s.Name = s.Workload
+		if len(s.Nemesis) > 0 {
+			s.Name += "-" + strings.ReplaceAll(strings.Join(s.Nemesis, "+"), ",", "+")
+		}
+	}
+	if s.Topology.Members == 0 {
+		s.Topology = cluster.DefaultTopology(3, len(s.Topology.Nodes), 1)
+	}
+	if s.NemesisInterval == 0 {
+		s.NemesisInterval = Duration(5 * time.Second)
+	}
+	if s.Duration == 0 {
+		s.Duration = Duration(30 * time.Second)
+	}
+	if s.TimeScale == 0 {
+		s.TimeScale = 1
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = 2 * s.Topology.Members
+	}
+	if s.Keys == 0 {
+		s.Keys = 5
+	}
+}
+
+// Validate reports the first problem, naming the field and the fix.
+func (s *Scenario) Validate() error {
+	if _, ok := Workloads[s.Workload]; !ok {
+		return fmt.Errorf("%w: workload %q is unknown; choose one of %s", ErrInvalidScenario, s.Workload, keys(Workloads))
+	}
+	if _, err := nemesis.Lookup(s.Nemesis...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if err := s.Topology.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if s.Duration <= 0 {
+		return fmt.Errorf("%w: time limit must be positive, got %s", ErrInvalidScenario, s.Duration)
+	}
+	if s.NemesisInterval <= 0 {
+		return fmt.Errorf("%w: nemesis interval must be positive, got %s", ErrInvalidScenario, s.NemesisInterval)
+	}
+	if s.Concurrency < 1 || s.Concurrency > 1000 {
+		return fmt.Errorf("%w: concurrency must be between 1 and 1000, got %d", ErrInvalidScenario, s.Concurrency)
+	}
+	if s.TimeScale < 1 {
+		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
+	}
+	for _, b := range s.Bugs {
+		if _, ok := Bugs[b]; !ok {
+			return fmt.Errorf("%w: bug %q is unknown; choose one of %s", ErrInvalidScenario, b, keys(Bugs))
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) hasBug(name string) bool {
+	for _, b := range s.Bugs {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+func keys(m map[string]string) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return strings.Join(sortStrings(ks), ", ")
+}
+
+// Duration is a time.Duration that reads and writes as "30s" in JSON and YAML.
+type Duration time.Duration
+
+// String renders the duration as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes the duration as a string such as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads "30s" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration %s: want a string like \"30s\"", b)
+	}
+	*d = Duration(n)
+	return nil
+}

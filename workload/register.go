@@ -1,0 +1,295 @@
+// Package workload generates seeded, recorded client operations against a
+// cluster's API. Every operation is written to the history as an invoke line
+// before it starts and a complete line when it ends.
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// Error classes written to history.Op.Error. The store checker reads a failed
+// op's class to know what the failure says about the key: "exists" (the key was
+// present), "conflict" (the key held another version), "notfound" (the key was
+// absent) and "unavailable" (the request was never applied). Any other failure is
+// recorded with status unknown.
+const (
+	ErrClassExists      = "exists"
+	ErrClassConflict    = "conflict"
+	ErrClassNotFound    = "notfound"
+	ErrClassUnavailable = "unavailable"
+)
+
+// Register is the raw store workload: processes doing create, get,
+// compare-and-swap and delete on a small, slowly rotating set of keys. Each
+// key is a coordination.k8s.io Lease whose spec.holderIdentity holds the value;
+// every write writes a value no other write uses, so a resourceVersion and the
+// value read with it name the same write and compare-and-swap on
+// resourceVersion is compare-and-swap on the value.
+type Register struct {
+	// Namespace holds the keys (default "podsafe-register").
+	Namespace string
+	// Keys is how many keys are live at once (default 5).
+	Keys int
+	// OpsPerKey is roughly how many operations a key sees before it retires
+	// and a fresh one takes its place, which keeps every key's history small
+	// enough to check (default 200).
+	OpsPerKey int
+	// OpTimeout bounds each operation; one that runs out is recorded unknown
+	// (default 2 s).
+	OpTimeout time.Duration
+	// Weights of get, create, cas, delete (default 4, 2, 4, 1).
+	Weights [4]int
+
+	_ struct{}
+}
+
+// Stats counts completed operations by outcome; safe for concurrent use.
+type Stats struct {
+	OK, Fail, Unknown atomic.Int64
+}
+
+// String renders the counts for a progress line.
+func (s *Stats) String() string {
+	return fmt.Sprintf("ok %d fail %d unknown %d", s.OK.Load(), s.Fail.Load(), s.Unknown.Load())
+}
+
+func (w *Register) defaults() {
+	if w.Namespace == "" {
+		w.Namespace = "podsafe-register"
+	}
+	if w.Keys <= 0 {
+		w.Keys = 5
+	}
+	if w.OpsPerKey <= 0 {
+		w.OpsPerKey = 200
+	}
+	if w.OpTimeout <= 0 {
+		w.OpTimeout = 2 * time.Second
+	}
+	if w.Weights == [4]int{} {
+		w.Weights = [4]int{4, 2, 4, 1}
+	}
+}
+
+// Run drives one process per clientset until ctx ends. seed makes each
+// process's choices reproducible. Operations are recorded in rec.
+func (w *Register) Run(ctx context.Context, clients []kubernetes.Interface, rec *history.Recorder, seed uint64, stats *Stats) error {
+	w.defaults()
+	if len(clients) == 0 {
+		return errors.New("register workload: no clients")
+	}
+	var (
+		wg      sync.WaitGroup
+		counter atomic.Int64
+		nextPID atomic.Int64
+	)
+	nextPID.Store(int64(len(clients)))
+	for i, cs := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := &registerProc{
+				w: w, cs: cs, rec: rec, stats: stats, pid: i, nextPID: &nextPID,
+				rng: rand.New(rand.NewPCG(seed, uint64(i)+1)), counter: &counter,
+				seen: map[string]seenValue{},
+			}
+			p.loop(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+type seenValue struct {
+	value string
+	rv    string
+}
+
+type registerProc struct {
+	w       *Register
+	cs      kubernetes.Interface
+	rec     *history.Recorder
+	stats   *Stats
+	rng     *rand.Rand
+	counter *atomic.Int64
+	nextPID *atomic.Int64
+	pid     int
+	writes  int
+	seen    map[string]seenValue
+}
+
+func (p *registerProc) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		n := p.counter.Add(1)
+		base := n / int64(p.w.OpsPerKey)
+		key := "k" + strconv.FormatInt(base+int64(p.rng.IntN(p.w.Keys)), 10)
+		switch p.pick() {
+		case 0:
+			p.get(ctx, key)
+		case 1:
+			p.create(ctx, key)
+		case 2:
+			sv, ok := p.seen[key]
+			if !ok {
+				p.get(ctx, key) // cas needs a version: read first
+				continue
+			}
+			p.cas(ctx, key, sv)
+		case 3:
+			p.delete(ctx, key)
+		}
+	}
+}
+
+func (p *registerProc) pick() int {
+	total := 0
+	for _, w := range p.w.Weights {
+		total += w
+	}
+	r := p.rng.IntN(total)
+	for i, w := range p.w.Weights {
+		if r < w {
+			return i
+		}
+		r -= w
+	}
+	return 0
+}
+
+func (p *registerProc) value() string {
+	p.writes++
+	return fmt.Sprintf("p%d-%d", p.pid, p.writes)
+}
+
+func (p *registerProc) begin(f, key string) *history.Op {
+	op := &history.Op{Process: p.pid, Func: f, Key: key}
+	return op
+}
+
+// finish records the outcome of op from err and counts it. A process whose op
+// ended unknown takes a new process number, as in Jepsen: the old one may still
+// be running.
+func (p *registerProc) finish(op *history.Op, err error) {
+	switch {
+	case err == nil:
+		op.Status = history.StatusOK
+		p.stats.OK.Add(1)
+	default:
+		class := classify(err)
+		op.Error = class
+		if class == "" {
+			op.Status = history.StatusUnknown
+			op.Error = err.Error()
+			p.stats.Unknown.Add(1)
+		} else {
+			op.Status = history.StatusFail
+			p.stats.Fail.Add(1)
+		}
+	}
+	p.rec.Complete(op)
+	if op.Status == history.StatusUnknown {
+		p.pid = int(p.nextPID.Add(1) - 1)
+		clear(p.seen)
+	}
+}
+
+func classify(err error) string {
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return ErrClassExists
+	case apierrors.IsConflict(err):
+		return ErrClassConflict
+	case apierrors.IsNotFound(err):
+		return ErrClassNotFound
+	case apierrors.IsServiceUnavailable(err):
+		return ErrClassUnavailable
+	}
+	return ""
+}
+
+func (p *registerProc) get(ctx context.Context, key string) {
+	op := p.begin("get", key)
+	p.rec.Invoke(op)
+	octx, cancel := context.WithTimeout(ctx, p.w.OpTimeout)
+	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Get(octx, key, metav1.GetOptions{})
+	cancel()
+	if apierrors.IsNotFound(err) {
+		op.Found = false
+		delete(p.seen, key)
+		p.finish(op, nil)
+		return
+	}
+	if err == nil {
+		op.Found = true
+		op.Output = holder(l)
+		p.seen[key] = seenValue{value: op.Output, rv: l.ResourceVersion}
+	}
+	p.finish(op, err)
+}
+
+func (p *registerProc) create(ctx context.Context, key string) {
+	op := p.begin("create", key)
+	op.Value = p.value()
+	p.rec.Invoke(op)
+	octx, cancel := context.WithTimeout(ctx, p.w.OpTimeout)
+	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Create(octx, lease(p.w.Namespace, key, op.Value, ""), metav1.CreateOptions{})
+	cancel()
+	if err == nil {
+		p.seen[key] = seenValue{value: op.Value, rv: l.ResourceVersion}
+	}
+	p.finish(op, err)
+}
+
+func (p *registerProc) cas(ctx context.Context, key string, sv seenValue) {
+	op := p.begin("cas", key)
+	op.Value = p.value()
+	op.Expect = sv.value
+	p.rec.Invoke(op)
+	octx, cancel := context.WithTimeout(ctx, p.w.OpTimeout)
+	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Update(octx, lease(p.w.Namespace, key, op.Value, sv.rv), metav1.UpdateOptions{})
+	cancel()
+	delete(p.seen, key)
+	if err == nil {
+		p.seen[key] = seenValue{value: op.Value, rv: l.ResourceVersion}
+	}
+	p.finish(op, err)
+}
+
+func (p *registerProc) delete(ctx context.Context, key string) {
+	op := p.begin("delete", key)
+	p.rec.Invoke(op)
+	octx, cancel := context.WithTimeout(ctx, p.w.OpTimeout)
+	err := p.cs.CoordinationV1().Leases(p.w.Namespace).Delete(octx, key, metav1.DeleteOptions{})
+	cancel()
+	delete(p.seen, key)
+	p.finish(op, err)
+}
+
+func lease(ns, name, value, rv string) *coordinationv1.Lease {
+	v := value
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &v},
+	}
+}
+
+func holder(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
