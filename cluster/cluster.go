@@ -301,4 +301,3 @@ func httpServer(h http.Handler, log *slog.Logger) *http.Server {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
-
