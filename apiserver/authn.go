@@ -33,3 +33,27 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	}
 	return identity, nil
 }
+
+// authorize enforces Authorize's decision on req: nil when allowed, the 403
+// otherwise. Every refusal is logged. With Config.BypassAuthority (a planted
+// bug) refusals are logged and then ignored.
+func (s *Server) authorize(req Request) error {
+	d := Authorize(req)
+	if d.Allowed {
+		return nil
+	}
+	name := req.Name
+	if name == "" && req.Object != nil {
+		if m, err := metaOf(req.Object); err == nil {
+			name = m.GetName()
+		}
+	}
+	if s.cfg.BypassAuthority {
+		s.log.Warn("authority bypassed", "identity", req.Identity, "verb", req.Verb, "resource", req.Resource.String(),
+			"subresource", req.Subresource, "namespace", req.Namespace, "name", name, "rule", d.Rule)
+		return nil
+	}
+	s.log.Info("refused", "identity", req.Identity, "verb", req.Verb, "resource", req.Resource.String(),
+		"subresource", req.Subresource, "namespace", req.Namespace, "name", name, "rule", d.Rule)
+	return forbidden(req.Resource, name, d)
+}

@@ -30,6 +30,7 @@ func runAuthorityCases(t *testing.T, cases []authorityCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newTestEnv(t)
 			ctx := testCtx(t)
 			if tc.setup != nil {
@@ -263,5 +264,18 @@ func TestBindOnce(t *testing.T) {
 	}
 	if got := e.storedPod("default", "p"); got.ResourceVersion != p.ResourceVersion {
 		t.Errorf("second bind changed the pod")
+	}
+}
+
+// TestBypassAuthority checks the planted bug: a refused force deletion goes
+// through when authority is bypassed.
+func TestBypassAuthority(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.BypassAuthority = true })
+	seedRunning()(t, e)
+	if err := forceDeletePod("p")(testCtx(t), e.client(IdentityNodeController)); err != nil {
+		t.Fatalf("force delete with authority bypassed: %v", err)
+	}
+	if p := e.storedPod("default", "p"); p != nil {
+		t.Errorf("pod still stored after a bypassed force deletion")
 	}
 }

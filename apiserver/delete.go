@@ -179,9 +179,8 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 				return nil, err
 			}
 		}
-		if d := Authorize(req); !d.Allowed {
-			s.log.Info("refused", "identity", req.Identity, "verb", verb, "pod", ri.namespace+"/"+ri.name, "rule", d.Rule)
-			return nil, forbidden(grPods, ri.name, d)
+		if err := s.authorize(req); err != nil {
+			return nil, err
 		}
 
 		if grace == 0 {
@@ -262,11 +261,9 @@ func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if err := checkDeletePreconditions(ri.res.gr, ri.name, m, opts); err != nil {
 			return nil, err
 		}
-		if d := Authorize(Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr,
-			Namespace: ri.namespace, Name: ri.name, Old: cur}); !d.Allowed {
-			s.log.Info("refused", "identity", IdentityFrom(ctx), "verb", verb, "resource", ri.res.storeKey,
-				"name", ri.namespace+"/"+ri.name, "rule", d.Rule)
-			return nil, forbidden(ri.res.gr, ri.name, d)
+		if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr,
+			Namespace: ri.namespace, Name: ri.name, Old: cur}); err != nil {
+			return nil, err
 		}
 		deleted, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})
 		if errors.Is(err, raftstore.ErrConflict) && attempt < s.cfg.MaxConflictRetries {

@@ -97,6 +97,8 @@ current-context: podsafe
 `)
 	manifest := filepath.Join(dir, "pod.yaml")
 	writeFile(t, manifest, "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers: [{name: c, image: busybox}]\n")
+	badManifest := filepath.Join(dir, "bad.yaml")
+	writeFile(t, badManifest, "apiVersion: v1\nkind: Pod\nmetadata: {name: c}\nspec:\n  foo: 1\n  containers: [{name: c, image: busybox}]\n")
 	tests := []struct {
 		args []string
 		want string
@@ -105,7 +107,8 @@ current-context: podsafe
 		{[]string{"api-resources"}, "poddisruptionbudgets"},
 		{[]string{"get", "pods", "-A"}, "default     a"},
 		{[]string{"get", "nodes", "-o", "name"}, "node/node-1"},
-		{[]string{"create", "--validate=false", "-f", manifest}, "pod/b created"},
+		{[]string{"create", "-f", manifest}, "pod/b created"},
+		{[]string{"create", "-f", badManifest, "||"}, `strict decoding error: unknown field "spec.foo"`},
 		{[]string{"label", "pod", "b", "tier=web"}, "pod/b labeled"},
 		{[]string{"get", "pods", "-l", "tier=web", "-o", "jsonpath={.items[*].metadata.name}"}, "b"},
 		{[]string{"get", "pods", "--field-selector", "spec.nodeName=node-1", "-o", "name"}, "pod/a"},
@@ -113,8 +116,13 @@ current-context: podsafe
 		{[]string{"get", "pod", "a", "-o", "jsonpath={.spec.terminationGracePeriodSeconds}"}, "30"},
 	}
 	for _, tt := range tests {
-		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, tt.args...)...).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), tt.want) {
+		// A trailing "||" marks a command that must fail.
+		args, mustFail := tt.args, tt.args[len(tt.args)-1] == "||"
+		if mustFail {
+			args = args[:len(args)-1]
+		}
+		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		if (err != nil) != mustFail || !strings.Contains(string(out), tt.want) {
 			t.Errorf("kubectl %s: %v\n%s\nwant output containing %q", strings.Join(tt.args, " "), err, out, tt.want)
 		}
 	}

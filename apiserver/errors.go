@@ -21,10 +21,6 @@ var ErrConfig = errors.New("apiserver: invalid config")
 // compare-and-swap by.
 const optimisticLockMessage = "the object has been modified; please apply your changes to the latest version and try again"
 
-// retryAfterUnavailable is the Retry-After of a 503: the store answered that
-// the request was definitely not applied, so retrying it is safe.
-const retryAfterUnavailable = 1
-
 // storeError turns a raftstore error about resource gr / name into the
 // Status error kube-apiserver would send.
 func storeError(err error, gr schema.GroupResource, name string) error {
@@ -43,9 +39,9 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 	case errors.Is(err, raftstore.ErrTooOld):
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %v", err))
 	case errors.Is(err, raftstore.ErrUnavailable), errors.Is(err, raftstore.ErrClosed):
-		e := apierrors.NewServiceUnavailable(fmt.Sprintf("the store is unavailable, the request was not applied: %v", err))
-		e.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterUnavailable}
-		return e
+		// No Retry-After: client-go would then retry on its own, up to ten
+		// times, hiding the outage from the caller's own retry policy.
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("the store is unavailable, the request was not applied: %v", err))
 	case errors.Is(err, raftstore.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(fmt.Sprintf("the outcome of the request is unknown: %v", err), 0)
 	case errors.Is(err, context.Canceled):

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -226,4 +227,62 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(Config{Store: cluster.Stores[0], Tokens: testTokens()}); err != nil {
 		t.Errorf("New with a valid config: %v", err)
 	}
+}
+
+// TestStoreErrors checks that each raftstore sentinel becomes the Status
+// kube-apiserver would send.
+func TestStoreErrors(t *testing.T) {
+	tests := []struct {
+		err  error
+		want statusAnswer
+	}{
+		{raftstore.ErrNotFound, statusAnswer{404, metav1.StatusReasonNotFound}},
+		{raftstore.ErrExists, statusAnswer{409, metav1.StatusReasonAlreadyExists}},
+		{raftstore.ErrConflict, statusAnswer{409, metav1.StatusReasonConflict}},
+		{raftstore.ErrTooOld, statusAnswer{410, metav1.StatusReasonExpired}},
+		{raftstore.ErrUnavailable, statusAnswer{503, metav1.StatusReasonServiceUnavailable}},
+		{raftstore.ErrClosed, statusAnswer{503, metav1.StatusReasonServiceUnavailable}},
+		{raftstore.ErrTimeout, statusAnswer{504, metav1.StatusReasonTimeout}},
+		{context.DeadlineExceeded, statusAnswer{504, metav1.StatusReasonTimeout}},
+		{raftstore.ErrInvalid, statusAnswer{400, metav1.StatusReasonBadRequest}},
+		{io.ErrUnexpectedEOF, statusAnswer{500, metav1.StatusReasonInternalError}},
+	}
+	for _, tt := range tests {
+		wrapped := fmt.Errorf("updating pods/default/p: %w", tt.err)
+		st := statusOf(storeError(wrapped, grPods, "p"))
+		if diff := cmp.Diff(tt.want, statusAnswer{int(st.Code), st.Reason}); diff != "" {
+			t.Errorf("%v (-want +got):\n%s", tt.err, diff)
+		}
+		if st.Kind != "Status" || st.APIVersion != "v1" {
+			t.Errorf("%v: kind %q apiVersion %q", tt.err, st.Kind, st.APIVersion)
+		}
+	}
+	if st := statusOf(storeError(raftstore.ErrConflict, grPods, "p")); !strings.Contains(st.Message, optimisticLockMessage) {
+		t.Errorf("conflict message %q lacks the optimistic lock message", st.Message)
+	}
+}
+
+// TestStorePartition checks the answers of a server whose store member is
+// cut off from the others: writes and reads fail with 503 (not applied) or
+// 504 (outcome unknown), never hang, and succeed again once healed.
+func TestStorePartition(t *testing.T) {
+	cluster := raftstore.OpenTestCluster(t, 3)
+	follower := cluster.Index(cluster.Followers()[0].ID())
+	e := newTestEnvOn(t, cluster.Stores[follower])
+	ctx := testCtx(t)
+	c := e.client(IdentityWorkload)
+	cluster.IsolateMember(follower)
+	_, err := c.CoreV1().Pods("default").Create(ctx, makePod("p").obj(), metav1.CreateOptions{})
+	if !apierrors.IsServiceUnavailable(err) && !apierrors.IsTimeout(err) {
+		t.Errorf("create on an isolated member: %v, want 503 or 504", err)
+	}
+	_, err = c.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+	if !apierrors.IsServiceUnavailable(err) && !apierrors.IsTimeout(err) {
+		t.Errorf("get on an isolated member: %v, want 503 or 504", err)
+	}
+	cluster.Net.Heal()
+	retryWrite(t, "create", func() error {
+		_, err := c.CoreV1().Pods("default").Create(ctx, makePod("p").obj(), metav1.CreateOptions{})
+		return err
+	})
 }

@@ -18,12 +18,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 		writeError(w, storeError(err, ri.res.gr, ri.name))
 		return
 	}
-	obj, err := ri.res.decodeStored(stored.Data)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeObject(w, http.StatusOK, ri.res, obj)
+	writeStored(w, http.StatusOK, ri.res, stored.Data)
 }
 
 // listBody is a list response. Items are the stored encodings, which already

@@ -70,16 +70,16 @@ func (s *Server) bind(r *http.Request, ri *requestInfo) error {
 	}
 	req := Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: grPods, Subresource: subBinding,
 		Namespace: ri.namespace, Name: ri.name, Object: b}
-	if d := Authorize(req); !d.Allowed {
-		return forbidden(grPods, ri.name, d)
+	if err := s.authorize(req); err != nil {
+		return err
 	}
 	grBinding := grPods
 	grBinding.Resource = "pods/binding"
 	_, err = s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, _ uint64) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		req.Old = pod
-		if d := Authorize(req); !d.Allowed {
-			return nil, forbidden(grPods, ri.name, d)
+		if err := s.authorize(req); err != nil {
+			return nil, err
 		}
 		switch {
 		case b.UID != "" && b.UID != pod.UID:
@@ -167,8 +167,8 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, ri *reque
 			return
 		}
 	}
-	if d := Authorize(req); !d.Allowed {
-		writeError(w, forbidden(grPods, ri.name, d))
+	if err := s.authorize(req); err != nil {
+		writeError(w, err)
 		return
 	}
 	if pod.Spec.NodeName != "" && !podTerminal(pod) && pod.DeletionTimestamp == nil {
@@ -199,8 +199,10 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 		pdb := obj.(*policyv1.PodDisruptionBudget)
+		// In policy/v1 a nil selector selects nothing and an empty one
+		// selects every pod of the namespace.
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || pdb.Spec.Selector == nil || sel.Empty() {
+		if err != nil || pdb.Spec.Selector == nil {
 			continue
 		}
 		if sel.Matches(labelsOf(pod)) {
@@ -351,9 +353,9 @@ func (s *Server) updateScale(ctx context.Context, ri *requestInfo, change func(*
 		}
 		upd := cur.DeepCopyObject()
 		setReplicas(upd, sc.Spec.Replicas)
-		if d := Authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbUpdate, Resource: ri.res.gr, Subresource: subScale,
-			Namespace: ri.namespace, Name: ri.name, Object: upd, Old: cur}); !d.Allowed {
-			return nil, forbidden(ri.res.gr, ri.name, d)
+		if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbUpdate, Resource: ri.res.gr, Subresource: subScale,
+			Namespace: ri.namespace, Name: ri.name, Object: upd, Old: cur}); err != nil {
+			return nil, err
 		}
 		return upd, nil
 	})

@@ -2,11 +2,13 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -358,5 +360,56 @@ func TestEviction(t *testing.T) {
 	}
 	if _, ok := got.Status.DisruptedPods["a"]; !ok || got.Status.DisruptionsAllowed != 0 {
 		t.Errorf("budget after eviction: %+v", got.Status)
+	}
+}
+
+// TestConcurrentPatches checks the compare-and-swap loop: concurrent patches
+// of one pod all land, none overwrites another.
+func TestConcurrentPatches(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	e.seedPod(makePod("p").obj())
+	c := e.client(IdentityWorkload)
+	const writers = 12
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"w%d":"x"}}}`, i)
+			_, err := c.CoreV1().Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := len(e.storedPod("default", "p").Labels); got != writers {
+		t.Errorf("%d labels after %d concurrent patches", got, writers)
+	}
+}
+
+// TestConcurrentGracefulDeletes checks PS-3 under concurrency: whatever the
+// order, the deadline ends at the shortest grace asked for.
+func TestConcurrentGracefulDeletes(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	e.seedPod(makePod("p").node("node-1").obj())
+	c := e.client(IdentityWorkload)
+	graces := []int64{40, 7, 25, 60, 12, 30, 9, 50}
+	errs := make(chan error, len(graces))
+	for _, g := range graces {
+		go func() {
+			errs <- c.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: &g})
+		}()
+	}
+	for range graces {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	got := deletionStateOf(e.storedPod("default", "p"))
+	if diff := cmp.Diff(deletionState{true, testStart.Add(7 * time.Second), 7}, got); diff != "" {
+		t.Errorf("deletion state (-want +got):\n%s", diff)
 	}
 }

@@ -105,9 +105,9 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 		return nil, nil, err
 	}
 	prepareCreate(ri.res, obj)
-	if d := Authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: ri.res.gr,
-		Namespace: ri.namespace, Name: m.GetName(), Object: obj}); !d.Allowed {
-		return nil, nil, forbidden(ri.res.gr, m.GetName(), d)
+	if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: ri.res.gr,
+		Namespace: ri.namespace, Name: m.GetName(), Object: obj}); err != nil {
+		return nil, nil, err
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -237,8 +237,8 @@ func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string
 			return nil, err
 		}
 	}
-	if d := Authorize(req); !d.Allowed {
-		return nil, forbidden(ri.res.gr, ri.name, d)
+	if err := s.authorize(req); err != nil {
+		return nil, err
 	}
 	if pc, ok := out.(*schedulingv1.PriorityClass); ok {
 		if err := s.admitPriorityClass(ctx, pc); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +69,7 @@ type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
-	w.t.Log(string(p))
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
 
@@ -104,6 +105,8 @@ func startTestEnv(t testing.TB, store *raftstore.Store, useTLS bool, adjust ...f
 		e.mu.Unlock()
 		srv.ServeHTTP(w, r)
 	}))
+	// Clients that give up on a TLS handshake are no news.
+	e.http.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if useTLS {
 		e.http.StartTLS()
 	} else {

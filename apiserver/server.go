@@ -46,6 +46,13 @@ type Config struct {
 	// Seed seeds the suffixes of generateName; 0 means a random seed.
 	Seed uint64
 
+	// BypassAuthority is a PLANTED BUG for the bug zoo, off by default: the
+	// authority rules (authority.go) are evaluated and every refusal is
+	// logged, but the request proceeds, so a component that force deletes
+	// or binds without authority actually does it and the checkers must
+	// catch the consequences.
+	BypassAuthority bool
+
 	_ struct{}
 }
 
@@ -205,6 +212,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	segs := splitPath(path)
 	switch {
+	case path == openAPIPrefix || strings.HasPrefix(path, openAPIPrefix+"/"):
+		s.serveOpenAPI(w, path)
 	case len(segs) == 0:
 		s.serveRoot(w)
 	case segs[0] == "api" && len(segs) == 1:
@@ -295,7 +304,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rec, r)
 		level := slog.LevelDebug
-		if rec.code >= http.StatusInternalServerError {
+		switch {
+		case rec.code == http.StatusServiceUnavailable || rec.code == http.StatusGatewayTimeout:
+			// Expected while the store has no reachable leader.
+			level = slog.LevelInfo
+		case rec.code >= http.StatusInternalServerError:
 			level = slog.LevelWarn
 		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "uri", r.URL.RequestURI(),

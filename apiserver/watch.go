@@ -288,16 +288,9 @@ type watchWriter struct {
 
 // send writes one event whose object is a stored encoding.
 func (ww *watchWriter) send(typ watch.EventType, data []byte) error {
-	if !bytes.HasPrefix(data, []byte(`{"apiVersion":`)) {
-		// Stored objects carry kind and apiVersion (sorted first); one
-		// that does not is re-encoded with them.
-		obj, err := ww.res.decodeStored(data)
-		if err != nil {
-			return err
-		}
-		if data, err = json.Marshal(obj); err != nil {
-			return err
-		}
+	data, err := ww.res.wireEncoding(data)
+	if err != nil {
+		return err
 	}
 	ww.buf.Reset()
 	ww.buf.WriteString(`{"type":`)

@@ -77,6 +77,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	members []*member
 	closed  bool
+	started bool // Start finished: planted bugs may now act
 }
 
 // New validates cfg and builds the network and clock; Start brings the members up.
@@ -142,6 +143,16 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.registerNodes(ctx); err != nil {
 		return errors.Join(err, c.Close())
 	}
+	// Planted bugs switch on only now, so that the cluster itself starts
+	// correctly and every misbehaviour happens under the workload.
+	c.mu.Lock()
+	c.started = true
+	for _, m := range c.members {
+		if m.store != nil {
+			m.store.SetStaleReads(c.cfg.StaleReads)
+		}
+	}
+	c.mu.Unlock()
 	c.log.Info("cluster started", "members", len(c.members), "nodes", len(c.cfg.Topology.Nodes),
 		"durable", c.cfg.Durable, "time_scale", c.cfg.TimeScale)
 	return nil

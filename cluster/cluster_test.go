@@ -205,6 +205,9 @@ func TestInformerAcrossLeaderChange(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if l := c.LeaderIndex(); l < 0 || l == leader {
+		t.Fatalf("no new leader after isolating %s (leader index %d)", hosts[leader], l)
+	}
 	for i := 0; i < 5; i++ {
 		create(fmt.Sprintf("after-%d", i))
 	}

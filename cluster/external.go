@@ -77,10 +77,11 @@ func pipe(a, b net.Conn) {
 }
 
 // WriteKubeconfig writes a kubeconfig for the admin identity that points at
-// server (for example http://127.0.0.1:6443, the address ServeExternal listens on).
-func (c *Cluster) WriteKubeconfig(path, server string) error {
+// server (for example https://127.0.0.1:6443, the address ServeExternal listens
+// on) and trusts caPEM.
+func (c *Cluster) WriteKubeconfig(path, server string, caPEM []byte) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["podsafe"] = &clientcmdapi.Cluster{Server: server}
+	cfg.Clusters["podsafe"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: c.tokens[apiserver.IdentityAdmin]}
 	cfg.Contexts["podsafe"] = &clientcmdapi.Context{Cluster: "podsafe", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "podsafe"

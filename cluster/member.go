@@ -64,9 +64,8 @@ func (c *Cluster) startMember(m *member) (err error) {
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			return c.net.Dial(ctx, m.host, addr)
 		},
-		Clock:      c.clock,
-		Logger:     log.With("component", "raftstore"),
-		StaleReads: c.cfg.StaleReads,
+		Clock:  c.clock,
+		Logger: log.With("component", "raftstore"),
 	}
 	if c.cfg.Durable {
 		scfg.Durable = true
@@ -103,6 +102,7 @@ func (c *Cluster) startMember(m *member) (err error) {
 	}()
 	c.mu.Lock()
 	m.store, m.api, m.http, m.served = store, api, srv, served
+	store.SetStaleReads(c.started && c.cfg.StaleReads)
 	c.mu.Unlock()
 	log.Info("member started", "durable", c.cfg.Durable)
 	return nil

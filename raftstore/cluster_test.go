@@ -228,6 +228,15 @@ func TestOutcomeClassification(t *testing.T) {
 	ctx := testCtx(t)
 	old := c.Leader()
 	c.IsolateMember(c.Index(old.ID()))
+	// A read on the cut-off leader cannot confirm its leadership.
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		if obj, err := old.Get(ctx, podA); !errors.Is(err, ErrUnavailable) {
+			t.Errorf("Get on a cut-off leader = %v, %v; want ErrUnavailable", obj, err)
+		}
+	}()
+	defer func() { <-readDone }()
 	var results []outcome
 	for i := range 5 {
 		key := Key{Resource: "pods", Namespace: "ns", Name: fmt.Sprint(i)}

@@ -110,9 +110,9 @@ type Config struct {
 }
 
 // Defaults. The raft timings make failover take well under a second. 50 ms
-// also works on an idle machine, but on 2 cores saturated by writers (with or
-// without -race) a 50 ms lease made the leader step down in most 5 s runs and
-// 100 ms in some; 200 ms held in every run.
+// works while the process is lightly loaded, but with 2 CPUs saturated by
+// writers (with or without -race) a 50 ms lease made the leader step down in
+// most 5 s runs and 100 ms in some; 200 ms held in every run.
 const (
 	DefaultHeartbeatTimeout   = 200 * time.Millisecond
 	DefaultElectionTimeout    = 200 * time.Millisecond

@@ -18,9 +18,8 @@ var errRetry = errors.New("not the leader")
 // Create stores a new object under key. It sets metadata.name and
 // metadata.namespace from key, and metadata.uid, metadata.creationTimestamp,
 // metadata.generation (1) and metadata.resourceVersion, overwriting whatever
-// data had there. ErrExists if
-// the key is taken; ErrInvalid if data is not a JSON object or its
-// metadata.name/namespace disagree with key.
+// data had there. ErrExists if the key is taken; ErrInvalid if data is not a
+// JSON object or its metadata.name/namespace disagree with key.
 func (s *Store) Create(ctx context.Context, key Key, data []byte) (Object, error) {
 	if err := checkKey(key); err != nil {
 		return Object{}, fmt.Errorf("creating %s: %w", key, err)
@@ -42,7 +41,9 @@ func (s *Store) Create(ctx context.Context, key Key, data []byte) (Object, error
 // metadata.creationTimestamp are kept from the stored object,
 // metadata.generation is incremented when the top-level spec changed, and
 // metadata.resourceVersion in data is ignored: use pre.ResourceVersion for a
-// compare-and-swap.
+// compare-and-swap. Graceful-deletion fields (metadata.deletionTimestamp,
+// metadata.deletionGracePeriodSeconds) are ordinary data here; their rules
+// are the API server's to enforce.
 func (s *Store) Update(ctx context.Context, key Key, data []byte, pre Preconditions) (Object, error) {
 	if err := checkKey(key); err != nil {
 		return Object{}, fmt.Errorf("updating %s: %w", key, err)
@@ -162,7 +163,7 @@ func (s *Store) read(ctx context.Context, local func() error, remote func(contex
 	if s.closed() {
 		return ErrClosed
 	}
-	if s.cfg.StaleReads {
+	if s.staleReads.Load() {
 		return local()
 	}
 	return s.route(ctx,
@@ -190,6 +191,9 @@ func (s *Store) route(ctx context.Context, local func(context.Context) error, re
 	for {
 		if s.closed() {
 			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: not sent: %v", ErrUnavailable, err)
 		}
 		changed := s.leaderChanged()
 		var err error

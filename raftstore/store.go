@@ -39,6 +39,10 @@ type Store struct {
 	// barrier; reads served by the leader need one per term (see readIndex).
 	barrierTerm atomic.Uint64
 
+	// staleReads is the planted stale-read bug, switchable at run time so a
+	// cluster can start correctly and then misbehave (see Config.StaleReads).
+	staleReads atomic.Bool
+
 	observer   *raft.Observer
 	leaderMu   sync.Mutex
 	leaderWake chan struct{} // closed and replaced on every leader change
@@ -200,6 +204,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}()
 	opened = true
+	s.staleReads.Store(cfg.StaleReads)
 	log.Info("opened store", "durable", cfg.Durable, "stale_reads", cfg.StaleReads)
 	return s, nil
 }
@@ -348,17 +353,24 @@ func (s *Store) TransferLeadership(ctx context.Context) error {
 	return nil
 }
 
-// Stats returns raft's statistics plus the store's: member, fsm_applied_index,
-// objects, watch_floor, watch_last, watchers, stale_reads.
+// Stats returns raft's statistics (state, term, commit_index, applied_index,
+// last_snapshot_index, ...) plus the store's: member, leader,
+// fsm_applied_index, objects, watch_floor (oldest resumable resourceVersion),
+// watch_last, watchers, stale_reads.
 func (s *Store) Stats() map[string]string {
 	st := s.raft.Stats()
 	floor, last, watchers := s.hub.stats()
 	st["member"] = s.cfg.ID
+	st["leader"] = s.LeaderID()
 	st["fsm_applied_index"] = strconv.FormatUint(s.fsm.appliedIndex(), 10)
 	st["objects"] = strconv.Itoa(s.fsm.count())
 	st["watch_floor"] = strconv.FormatUint(floor, 10)
 	st["watch_last"] = strconv.FormatUint(last, 10)
 	st["watchers"] = strconv.Itoa(watchers)
-	st["stale_reads"] = strconv.FormatBool(s.cfg.StaleReads)
+	st["stale_reads"] = strconv.FormatBool(s.staleReads.Load())
 	return st
 }
+
+// SetStaleReads switches the planted stale-read bug (Config.StaleReads) on or
+// off while the member runs. Safe for concurrent use.
+func (s *Store) SetStaleReads(on bool) { s.staleReads.Store(on) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,5 +255,19 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+func TestOpenFailureClosesListeners(t *testing.T) {
+	raftLn := listenLoopback(t, "127.0.0.1:0")
+	fwdLn := listenLoopback(t, "127.0.0.1:0")
+	_, err := Open(Config{ID: "a", RaftListener: raftLn, ForwardListener: fwdLn})
+	if err == nil {
+		t.Fatal("Open without members succeeded")
+	}
+	for _, ln := range []net.Listener{raftLn, fwdLn} {
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept on %s after a failed Open: %v, want net.ErrClosed", ln.Addr(), err)
+		}
 	}
 }

@@ -53,8 +53,10 @@ func WithLogger(log *slog.Logger) TestOption {
 }
 
 // OpenTestCluster opens an n-member cluster (in memory unless WithDurable),
-// waits until it has a leader and closes it when the test ends. A 1-member
-// cluster is the simplest Store for tests of code built on it:
+// waits until it has a leader and closes it when the test ends. Members use
+// the default timings, except that a 1-member cluster uses 20 ms ones (it
+// elects itself faster and has no peer to lose). A 1-member cluster is the
+// simplest Store for tests of code built on it:
 //
 //	store := raftstore.OpenTestCluster(t, 1).Stores[0]
 func OpenTestCluster(tb testing.TB, n int, opts ...TestOption) *TestCluster {
@@ -83,6 +85,11 @@ func OpenTestCluster(tb testing.TB, n int, opts ...TestOption) *TestCluster {
 			ForwardListener: fwdLns[i],
 			Dial:            c.Net.Dialer(m.ID),
 		}
+		if n == 1 {
+			// A lone voter cannot lose leadership to a slow peer, so short
+			// timings only make its first election quicker.
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = singleMemberTiming, singleMemberTiming, singleMemberTiming
+		}
 		if o.durable {
 			cfg.Durable = true
 			cfg.DataDir = filepath.Join(tb.TempDir(), m.ID)
@@ -104,6 +111,8 @@ func OpenTestCluster(tb testing.TB, n int, opts ...TestOption) *TestCluster {
 	c.Leader()
 	return c
 }
+
+const singleMemberTiming = 20 * time.Millisecond
 
 func listenLoopback(tb testing.TB, addr string) net.Listener {
 	tb.Helper()

@@ -7,10 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
 )
 
@@ -65,21 +67,32 @@ func newClusterUpCmd() *cobra.Command {
 				return &exitError{code: exitCrashed, err: err}
 			}
 			defer c.Close()
-			ln, err := net.Listen("tcp", listen)
+			cert, err := cluster.NewServingCert()
+			if err != nil {
+				return &exitError{code: exitCrashed, err: err}
+			}
+			tcp, err := net.Listen("tcp", listen)
 			if err != nil {
 				return &exitError{code: exitUsage, err: fmt.Errorf("listening on %s: %w", listen, err)}
 			}
-			server := "http://" + ln.Addr().String()
+			ln := cert.Listener(tcp)
+			server := "https://" + tcp.Addr().String()
 			abs, _ := filepath.Abs(kubeconfig)
-			if err := c.WriteKubeconfig(kubeconfig, server); err != nil {
+			caFile := strings.TrimSuffix(kubeconfig, filepath.Ext(kubeconfig)) + "-ca.crt"
+			if err := c.WriteKubeconfig(kubeconfig, server, cert.CAPEM); err != nil {
 				ln.Close()
 				return &exitError{code: exitCrashed, err: err}
+			}
+			if err := os.WriteFile(caFile, cert.CAPEM, 0o644); err != nil {
+				ln.Close()
+				return &exitError{code: exitCrashed, err: fmt.Errorf("writing CA certificate: %w", err)}
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "podsafe cluster: %d members, %d nodes\n", members, nodes)
 			fmt.Fprintf(out, "API server: %s\n", server)
 			fmt.Fprintf(out, "kubeconfig: %s (admin)\n", abs)
 			fmt.Fprintf(out, "try: kubectl --kubeconfig %s get nodes\n", kubeconfig)
+			fmt.Fprintf(out, "     curl --cacert %s -H 'Authorization: Bearer %s' %s/api/v1/nodes\n", caFile, c.Token(apiserver.IdentityAdmin), server)
 			fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 			if err := c.ServeExternal(cmd.Context(), ln); err != nil {
 				return &exitError{code: exitCrashed, err: err}

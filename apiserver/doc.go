@@ -1,0 +1,41 @@
+// Package apiserver serves a raftstore over the Kubernetes REST protocol, so
+// that components written with client-go (clientsets, informers) and kubectl
+// work against it unchanged, and it enforces the pod-safety rules of
+// GUARANTEES.md that belong to the API: graceful deletion (GP-6, PS-3) and
+// who may force delete, bind, and write pod and node status (PS-8, PS-9,
+// PS-10, PS-13, PS-14, LC-2, LC-3).
+//
+// A Server is an http.Handler over one Store (one raftstore member):
+//
+//	srv, err := apiserver.New(apiserver.Config{
+//		Store:  member,
+//		Tokens: map[string]string{"s3cret": apiserver.IdentityAdmin, "n1": apiserver.KubeletIdentity("node-1")},
+//		Clock:  scaledClock,
+//	})
+//	go http.Serve(listener, srv)
+//	defer srv.Close() // ends open watches
+//
+// Clients authenticate with a bearer token (rest.Config.BearerToken); the
+// identity it maps to decides what they may do (authority.go). Kubeconfig
+// based clients such as kubectl send tokens only over HTTPS.
+//
+// What is served: the resources of the registry table (registry.go) with
+// get, list, watch, create, update, patch (merge, JSON and strategic merge),
+// delete and deletecollection; the status, binding, eviction and scale
+// subresources; legacy discovery (clients asking for aggregated discovery get
+// the legacy documents and fall back); a minimal OpenAPI v3 that tells
+// kubectl the server validates fields itself; /version, /healthz, /readyz,
+// /livez.
+// Request bodies may be JSON, YAML or protobuf (client-go's default);
+// answers are always JSON.
+//
+// Watches serve client-go's watch-list protocol (sendInitialEvents=true), so
+// informers sync from one stream with the WatchListClient gate at its
+// default; LIST then WATCH works as well. Too old resourceVersions get an
+// HTTP 410 (reason Expired) and reflectors relist.
+//
+// Not served: server-side apply (415), dryRun (400), OpenAPI schemas and
+// OpenAPI v2, Table output (kubectl prints names and ages), list paging
+// (limit is ignored; no continue token), finalizers and owner-reference
+// garbage collection.
+package apiserver
