@@ -24,13 +24,25 @@ const ExternalHost = "external"
 // pipes each to a member's API server through the simulated network, trying the
 // next member when one cannot be reached. It returns when ctx ends or ln fails.
 func (c *Cluster) ServeExternal(ctx context.Context, ln net.Listener) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]struct{}{}
+	)
 	defer wg.Wait()
-	go func() {
-		<-ctx.Done()
+	stop := context.AfterFunc(ctx, func() {
+		// Closing the listener ends Accept; closing the open connections ends
+		// their pipes, so clients holding idle keep-alive connections cannot
+		// keep the cluster up.
 		ln.Close()
-	}()
+		mu.Lock()
+		for conn := range conns {
+			conn.Close()
+		}
+		mu.Unlock()
+	})
+	defer stop()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -39,20 +51,36 @@ func (c *Cluster) ServeExternal(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("accepting external connection: %w", err)
 		}
+		mu.Lock()
+		if ctx.Err() != nil {
+			mu.Unlock()
+			conn.Close()
+			continue
+		}
+		conns[conn] = struct{}{}
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer conn.Close()
-			var inner net.Conn
+			defer func() {
+				mu.Lock()
+				delete(conns, conn)
+				mu.Unlock()
+				conn.Close()
+			}()
+			var (
+				inner net.Conn
+				derr  error
+			)
 			for range c.members {
 				i := int(next.Add(1)) % len(c.members)
-				inner, err = c.net.Dial(ctx, ExternalHost, MemberHost(i)+":"+APIPort)
-				if err == nil {
+				inner, derr = c.net.Dial(ctx, ExternalHost, MemberHost(i)+":"+APIPort)
+				if derr == nil {
 					break
 				}
 			}
 			if inner == nil {
-				c.log.Warn("no member reachable for an external connection", "err", err)
+				c.log.Warn("no member reachable for an external connection", "err", derr)
 				return
 			}
 			defer inner.Close()

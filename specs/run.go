@@ -124,7 +124,10 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 }
 
 func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, log *slog.Logger, res *report.Results) error {
-	rng := mrand.New(mrand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
+	// One stream per consumer, each derived from the seed, so the nemesis and
+	// the workload draw independently and reproducibly.
+	nemesisRng := mrand.New(mrand.NewPCG(s.Seed, 1))
+	workloadSeed := mrand.New(mrand.NewPCG(s.Seed, 2)).Uint64()
 	cfg := cluster.Config{
 		Topology:   s.Topology,
 		TimeScale:  s.TimeScale,
@@ -169,12 +172,12 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		nemErr = sched.Run(runCtx, c, rng)
+		nemErr = sched.Run(runCtx, c, nemesisRng)
 	}()
 	progressDone := make(chan struct{})
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
 	w := &workload.Register{Keys: s.Keys}
-	wlErr := w.Run(runCtx, clients, rec, rng.Uint64(), stats)
+	wlErr := w.Run(runCtx, clients, rec, workloadSeed, stats)
 	stop()
 	wg.Wait()
 	close(progressDone)
