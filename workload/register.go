@@ -192,7 +192,7 @@ func (p *registerProc) finish(op *history.Op, err error) {
 		op.Status = history.StatusOK
 		p.stats.OK.Add(1)
 	default:
-		class := classify(err)
+		class := Classify(err)
 		op.Error = class
 		if class == "" {
 			op.Status = history.StatusUnknown
@@ -210,7 +210,9 @@ func (p *registerProc) finish(op *history.Op, err error) {
 	}
 }
 
-func classify(err error) string {
+// Classify maps an API error to the error class recorded for a failed op, or
+// "" when the error leaves the outcome unknown.
+func Classify(err error) string {
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return ErrClassExists
