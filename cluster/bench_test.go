@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,17 +35,7 @@ func benchCluster(b *testing.B, durable bool) *cluster.Cluster {
 	if durable {
 		cfg.DataDir = b.TempDir()
 	}
-	c, err := cluster.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
+	return cluster.StartForTest(b, cfg)
 }
 
 // BenchmarkAPIWrites measures creates per second through client-go, the API

@@ -23,17 +23,7 @@ import (
 
 func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
 	t.Helper()
-	c, err := cluster.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return cluster.StartForTest(t, cfg)
 }
 
 func clientset(t *testing.T, c *cluster.Cluster, identity string, member int) kubernetes.Interface {

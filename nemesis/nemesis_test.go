@@ -54,17 +54,7 @@ func TestLookup(t *testing.T) {
 
 func startCluster(t *testing.T, members int) *cluster.Cluster {
 	t.Helper()
-	c, err := cluster.New(cluster.Config{Topology: cluster.DefaultTopology(members, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return cluster.StartForTest(t, cluster.Config{Topology: cluster.DefaultTopology(members, 0, 1)})
 }
 
 func cutLinks(c *cluster.Cluster) []string {

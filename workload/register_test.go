@@ -46,15 +46,8 @@ func TestClassify(t *testing.T) {
 // A short run against a real one-member cluster records well-formed ops that
 // the store checker accepts.
 func TestRegisterRecordsCheckableOps(t *testing.T) {
-	c, err := cluster.New(cluster.Config{Topology: cluster.DefaultTopology(1, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cluster.StartForTest(t, cluster.Config{Topology: cluster.DefaultTopology(1, 0, 1)})
 	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	rec, err := history.Create(path, history.Meta{Seed: 7})
 	if err != nil {
