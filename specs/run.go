@@ -36,8 +36,9 @@ type RunOptions struct {
 	StoreDir string
 	// Progress receives a live progress line (nil: none).
 	Progress io.Writer
-	// Rerun is the command line that reproduces this run, printed and saved.
-	Rerun string
+	// Rerun returns the command line that reproduces the run written to dir;
+	// it is saved in the history and results (nil: none).
+	Rerun func(dir string) string
 	// SettleTime is how long the cluster runs healed after the workload stops
 	// and before it is shut down (default 1 s).
 	SettleTime time.Duration
@@ -79,6 +80,10 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 	out := &Outcome{Dir: dir}
+	rerun := ""
+	if opts.Rerun != nil {
+		rerun = opts.Rerun(dir)
+	}
 	linkLatest(opts.StoreDir, dir)
 
 	logFile, err := os.Create(filepath.Join(dir, "podsafe.log"))
@@ -92,12 +97,12 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	}
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.Meta{
 		Scenario: s.Name, Seed: s.Seed, Start: started,
-		Extra: map[string]string{"rerun": opts.Rerun},
+		Extra: map[string]string{"rerun": rerun},
 	})
 	if err != nil {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
-	res := report.Results{Scenario: s.Name, Seed: s.Seed, Dir: dir, Rerun: opts.Rerun, Started: started}
+	res := report.Results{Scenario: s.Name, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
 	runErr := execute(ctx, s, opts, rec, log, &res)
 	if err := rec.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", err))

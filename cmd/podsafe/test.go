@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -137,10 +138,18 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 		if run.Seed == 0 {
 			run.Seed = specs.RandomSeed()
 		}
-		rerun := rerunCommand(run, f.store)
 		fmt.Fprintf(out, "podsafe: %s seed %d (%s, nemesis %s, %s)\n", run.Name, run.Seed, run.Workload, nemesisName(run), run.Duration)
+		rerun := func(dir string) string {
+			if f.scenarioFile != "" {
+				// A scenario from a file may hold what no flag says (node
+				// labels, taints): the saved scenario.json, seed included, is
+				// the exact reproduction.
+				return fmt.Sprintf("podsafe test --scenario %s", filepath.Join(dir, "scenario.json")) + storeFlag(f.store)
+			}
+			return rerunCommand(run, f.store)
+		}
 		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun})
-		code := printOutcome(out, o, err, rerun)
+		code := printOutcome(out, o, err)
 		if code > worst {
 			worst = code
 		}
@@ -154,7 +163,7 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 	return nil
 }
 
-func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome, err error, rerun string) int {
+func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome, err error) int {
 	if o == nil {
 		fmt.Fprintf(out, "crashed before recording anything: %v\n", err)
 		return exitCrashed
@@ -177,7 +186,7 @@ func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome,
 	case exitUnknown:
 		fmt.Fprintln(out, "Errors occurred during analysis, but no anomalies found. ಠ~ಠ")
 	}
-	fmt.Fprintf(out, "rerun: %s\n", rerun)
+	fmt.Fprintf(out, "rerun: %s\n", o.Results.Rerun)
 	return code
 }
 
@@ -211,6 +220,9 @@ func rerunCommand(s specs.Scenario, store string) string {
 		"--nodes", fmt.Sprint(len(s.Topology.Nodes)),
 		"--keys", fmt.Sprint(s.Keys),
 	}
+	if z := zones(s.Topology); z > 1 {
+		args = append(args, "--zones", fmt.Sprint(z))
+	}
 	if s.TimeScale != 1 {
 		args = append(args, "--time-scale", fmt.Sprint(s.TimeScale))
 	}
@@ -220,8 +232,21 @@ func rerunCommand(s specs.Scenario, store string) string {
 	for _, b := range s.Bugs {
 		args = append(args, "--bug", b)
 	}
-	if store != "store" {
-		args = append(args, "--store", store)
+	return strings.Join(args, " ") + storeFlag(store)
+}
+
+func storeFlag(store string) string {
+	if store == "store" {
+		return ""
 	}
-	return strings.Join(args, " ")
+	return " --store " + store
+}
+
+// zones counts the distinct zones of a topology's nodes.
+func zones(t cluster.Topology) int {
+	seen := map[string]bool{}
+	for _, n := range t.Nodes {
+		seen[n.Labels[cluster.LabelZone]] = true
+	}
+	return len(seen)
 }
