@@ -172,6 +172,10 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, ri *reque
 		return
 	}
 	if pod.Spec.NodeName != "" && !podTerminal(pod) && pod.DeletionTimestamp == nil {
+		// As in kube-apiserver, the budget is spent before the delete: if the
+		// delete then fails the disruption stays counted until the budget's
+		// status is recomputed (no disruption controller runs yet), which errs
+		// towards refusing evictions, never towards allowing too many.
 		if err := s.consumeDisruption(ctx, pod); err != nil {
 			writeError(w, err)
 			return

@@ -76,18 +76,46 @@ func Classify(op history.Op) Outcome {
 		return OutcomeOK
 	case history.StatusFail:
 		class, _, _ := strings.Cut(op.Error, ":")
-		switch strings.TrimSpace(class) {
-		case ErrorExists:
-			return OutcomeExists
-		case ErrorConflict:
-			return OutcomeConflict
-		case ErrorNotFound:
-			return OutcomeNotFound
-		case ErrorUnavailable:
-			return OutcomeNoEffect
+		switch o := failOutcome(strings.TrimSpace(class)); {
+		case o == OutcomeNoEffect:
+			return o
+		case o != OutcomeUnknown && fits(op, o):
+			return o
 		}
 	}
 	return OutcomeUnknown
+}
+
+func failOutcome(class string) Outcome {
+	switch class {
+	case ErrorExists:
+		return OutcomeExists
+	case ErrorConflict:
+		return OutcomeConflict
+	case ErrorNotFound:
+		return OutcomeNotFound
+	case ErrorUnavailable:
+		return OutcomeNoEffect
+	}
+	return OutcomeUnknown
+}
+
+// fits reports whether a failure class can answer op at all. One that cannot
+// (a create refused with "conflict", an unconditional delete with "conflict"
+// after the server gave up retrying) says nothing certain about the state, so
+// the op is treated as unknown rather than as a definite failure.
+func fits(op history.Op, o Outcome) bool {
+	switch op.Func {
+	case FuncCreate:
+		return o == OutcomeExists
+	case FuncCAS:
+		return o == OutcomeConflict || o == OutcomeNotFound
+	case FuncDelete:
+		return o == OutcomeNotFound || (o == OutcomeConflict && op.Expect != "")
+	case FuncGet:
+		return o == OutcomeNotFound
+	}
+	return false
 }
 
 // RegisterInput is the porcupine input of a register operation. For a cas,

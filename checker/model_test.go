@@ -71,25 +71,37 @@ func ops(t testing.TB, lines ...string) []history.Op {
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
+		f      string
+		expect string
 		status history.Status
 		err    string
 		want   Outcome
 	}{
-		{history.StatusOK, "", OutcomeOK},
-		{history.StatusOK, "conflict", OutcomeOK},
-		{history.StatusFail, "exists", OutcomeExists},
-		{history.StatusFail, "conflict: the object has been modified", OutcomeConflict},
-		{history.StatusFail, "notfound", OutcomeNotFound},
-		{history.StatusFail, "unavailable: no leader", OutcomeNoEffect},
-		{history.StatusFail, "Conflict", OutcomeUnknown},
-		{history.StatusFail, "internal error", OutcomeUnknown},
-		{history.StatusFail, "", OutcomeUnknown},
-		{history.StatusUnknown, "notfound", OutcomeUnknown},
-		{"", "", OutcomeUnknown},
+		{FuncGet, "", history.StatusOK, "", OutcomeOK},
+		{FuncCAS, "v", history.StatusOK, "conflict", OutcomeOK},
+		{FuncCreate, "", history.StatusFail, "exists", OutcomeExists},
+		{FuncCAS, "v", history.StatusFail, "conflict: the object has been modified", OutcomeConflict},
+		{FuncCAS, "v", history.StatusFail, "notfound", OutcomeNotFound},
+		{FuncDelete, "", history.StatusFail, "notfound", OutcomeNotFound},
+		{FuncGet, "", history.StatusFail, "notfound", OutcomeNotFound},
+		{FuncDelete, "v", history.StatusFail, "conflict", OutcomeConflict},
+		{FuncCreate, "", history.StatusFail, "unavailable: no leader", OutcomeNoEffect},
+		{FuncCAS, "v", history.StatusFail, "Conflict", OutcomeUnknown},
+		{FuncCAS, "v", history.StatusFail, "internal error", OutcomeUnknown},
+		{FuncCAS, "v", history.StatusFail, "", OutcomeUnknown},
+		{FuncCAS, "v", history.StatusUnknown, "notfound", OutcomeUnknown},
+		{FuncCAS, "v", "", "", OutcomeUnknown},
+		// A class that cannot answer the op says nothing certain: unknown.
+		{FuncCreate, "", history.StatusFail, "conflict", OutcomeUnknown},
+		{FuncCreate, "", history.StatusFail, "notfound", OutcomeUnknown},
+		{FuncDelete, "", history.StatusFail, "conflict", OutcomeUnknown},
+		{FuncCAS, "v", history.StatusFail, "exists", OutcomeUnknown},
+		{FuncGet, "", history.StatusFail, "exists", OutcomeUnknown},
 	}
 	for _, tt := range tests {
-		if got := Classify(history.Op{Status: tt.status, Error: tt.err}); got != tt.want {
-			t.Errorf("Classify(%s, %q) = %v, want %v", tt.status, tt.err, got, tt.want)
+		op := history.Op{Func: tt.f, Expect: tt.expect, Status: tt.status, Error: tt.err}
+		if got := Classify(op); got != tt.want {
+			t.Errorf("Classify(%s expect %q, %s, %q) = %v, want %v", tt.f, tt.expect, tt.status, tt.err, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/raftstore"
@@ -16,6 +17,9 @@ import (
 type member struct {
 	idx  int
 	host string
+	// life serialises start and stop of this member; c.mu guards the fields
+	// other goroutines read (store, api, http).
+	life sync.Mutex
 
 	store  *raftstore.Store
 	api    *apiserver.Server
@@ -27,7 +31,9 @@ type member struct {
 }
 
 func (c *Cluster) startMember(m *member) (err error) {
-	if m.store != nil {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if c.Store(m.idx) != nil {
 		return fmt.Errorf("%s: %w", m.host, ErrMemberUp)
 	}
 	log := c.log.With("component", "member", "member", m.host)
@@ -111,6 +117,8 @@ func (c *Cluster) startMember(m *member) (err error) {
 // stopMember stops a member abruptly: connections are dropped, the store is
 // closed without leaving the raft configuration.
 func (c *Cluster) stopMember(m *member) error {
+	m.life.Lock()
+	defer m.life.Unlock()
 	c.mu.Lock()
 	store, srv, served := m.store, m.http, m.served
 	lns := []net.Listener{m.raftLn, m.fwdLn, m.apiLn}

@@ -59,7 +59,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return resp, err
 	}
 	call.Code = resp.StatusCode
-	call.Outcome = outcomeOf(resp.StatusCode)
+	call.Outcome = outcomeOf(call.Verb, resp.StatusCode)
 	if call.Verb != "watch" && isPlainJSON(resp) && req.Method != http.MethodHead {
 		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -79,9 +79,13 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 }
 
 // outcomeOf classifies an HTTP status. A 503 is a definite refusal (the
-// server did not take the request); other 5xx may have been applied.
-func outcomeOf(code int) Status {
+// server did not take the request); other 5xx may have been applied. A
+// deletecollection deletes one object after another and stops at the first
+// error, so its failure may follow partial effects: unknown.
+func outcomeOf(verb string, code int) Status {
 	switch {
+	case verb == "deletecollection" && code >= 400:
+		return StatusUnknown
 	case code == http.StatusServiceUnavailable:
 		return StatusFail
 	case code >= 500:

@@ -58,17 +58,20 @@ func TestDescribeRequest(t *testing.T) {
 
 func TestOutcomeOf(t *testing.T) {
 	tests := []struct {
+		verb string
 		code int
 		want Status
 	}{
-		{200, StatusOK}, {201, StatusOK}, {304, StatusOK},
-		{404, StatusFail}, {409, StatusFail}, {422, StatusFail}, {429, StatusFail},
-		{503, StatusFail},
-		{500, StatusUnknown}, {502, StatusUnknown}, {504, StatusUnknown},
+		{"get", 200, StatusOK}, {"create", 201, StatusOK}, {"get", 304, StatusOK},
+		{"get", 404, StatusFail}, {"update", 409, StatusFail}, {"create", 422, StatusFail}, {"create", 429, StatusFail},
+		{"create", 503, StatusFail},
+		{"create", 500, StatusUnknown}, {"get", 502, StatusUnknown}, {"update", 504, StatusUnknown},
+		// A deletecollection that failed may have deleted some objects first.
+		{"deletecollection", 200, StatusOK}, {"deletecollection", 403, StatusUnknown}, {"deletecollection", 503, StatusUnknown},
 	}
 	for _, tt := range tests {
-		if got := outcomeOf(tt.code); got != tt.want {
-			t.Errorf("outcomeOf(%d) = %q, want %q", tt.code, got, tt.want)
+		if got := outcomeOf(tt.verb, tt.code); got != tt.want {
+			t.Errorf("outcomeOf(%s, %d) = %q, want %q", tt.verb, tt.code, got, tt.want)
 		}
 	}
 }

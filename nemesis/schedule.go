@@ -27,7 +27,14 @@ type Schedule struct {
 
 	mu     sync.Mutex
 	active map[uint64]Injection
-	seq    uint64
+	seq    uint64 // injections so far
+}
+
+// Injected is how many faults the schedule has injected so far.
+func (s *Schedule) Injected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.seq)
 }
 
 // Run drives the schedule until ctx ends, then heals everything.

@@ -100,6 +100,7 @@ func (h *hub) watch(ctx context.Context, resource string, fromRV uint64) (<-chan
 	}
 	w := &watcher{
 		resource: resource,
+		after:    fromRV,
 		out:      make(chan Event, watchChanBuffer),
 		queue:    history,
 		limit:    len(history) + len(h.buf),
@@ -154,17 +155,24 @@ const watchChanBuffer = 16
 // moves it to out.
 type watcher struct {
 	resource string
-	out      chan Event
-	mu       sync.Mutex
-	queue    []Event
-	limit    int
-	wake     chan struct{}
-	stop     chan struct{} // closed by the hub when it drops the watcher
+	// after is the RV the watch started from. A member behind that RV (a
+	// follower the list was not served by, a member replaying its log) will
+	// still apply the events up to it: the client already has them.
+	after uint64
+	out   chan Event
+	mu    sync.Mutex
+	queue []Event
+	limit int
+	wake  chan struct{}
+	stop  chan struct{} // closed by the hub when it drops the watcher
 }
 
 // push queues ev; it reports false when the queue is full and the watcher
 // must be dropped.
 func (w *watcher) push(ev Event) bool {
+	if ev.Object.RV <= w.after {
+		return true
+	}
 	w.mu.Lock()
 	if len(w.queue) >= w.limit {
 		w.mu.Unlock()

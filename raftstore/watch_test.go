@@ -220,3 +220,34 @@ func TestWatchClosesWithContextAndStore(t *testing.T) {
 	for range byClose {
 	}
 }
+
+// A watch from a resourceVersion the member has not reached yet (a follower
+// behind the leader that served the list) must not replay the events up to
+// it: the client has them already.
+func TestWatchFromFutureRVSkipsEventsUpToIt(t *testing.T) {
+	h := newHub(16)
+	for rv := uint64(1); rv <= 5; rv++ {
+		h.publish(Event{Type: Added, Object: Object{Key: Key{Resource: "pods", Name: fmt.Sprint(rv)}, RV: rv}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := h.watch(ctx, "pods", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rv := uint64(6); rv <= 10; rv++ {
+		h.publish(Event{Type: Added, Object: Object{Key: Key{Resource: "pods", Name: fmt.Sprint(rv)}, RV: rv}})
+	}
+	var got []uint64
+	for len(got) < 2 {
+		select {
+		case ev := <-ch:
+			got = append(got, ev.Object.RV)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %v, then nothing", got)
+		}
+	}
+	if diff := cmp.Diff([]uint64{9, 10}, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

@@ -33,6 +33,9 @@ type Results struct {
 	Finished  time.Time        `json:"finished,omitzero"`
 	Rerun     string           `json:"rerun,omitempty"`
 	Error     string           `json:"error,omitempty"`
+	// Warnings are things that went wrong without breaking the run, such as a
+	// fault that could not be injected.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WriteResults writes dir/results.json.

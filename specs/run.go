@@ -191,6 +191,13 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	res.Ops = report.OpCounts{OK: stats.OK.Load(), Fail: stats.Fail.Load(), Unknown: stats.Unknown.Load()}
 	if nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
+		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
+	}
+	if len(faults) > 0 && sched.Injected() == 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no fault was injected: the time limit %s is too short for the nemesis interval %s, or no fault fits the topology", s.Duration, s.NemesisInterval))
+	}
+	for _, w := range res.Warnings {
+		rec.Log("warning", map[string]string{"warning": w})
 	}
 	return wlErr
 }

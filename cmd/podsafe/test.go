@@ -172,6 +172,9 @@ func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome,
 		fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
 	}
 	fmt.Fprintf(out, "ops: ok %d, fail %d, unknown %d\n", o.Results.Ops.OK, o.Results.Ops.Fail, o.Results.Ops.Unknown)
+	for _, w := range o.Results.Warnings {
+		fmt.Fprintf(out, "warning: %s\n", w)
+	}
 	fmt.Fprintf(out, "results: %s\n", o.Dir)
 	code := verdictCode(o.Results.Verdict)
 	if err != nil {
