@@ -23,6 +23,7 @@ import (
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster/scaledclock"
 	"github.com/podsafe/podsafe/cluster/simnet"
+	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/raftstore"
 )
 
@@ -54,6 +55,15 @@ type Config struct {
 	// Tokens maps identities to bearer tokens; missing identities get a random
 	// token.
 	Tokens map[string]string
+	// Kubelets starts a kubelet agent per topology node, each with a
+	// simulated container runtime the cluster owns; the kubelets register
+	// their own Nodes.
+	Kubelets bool
+	// Ledger receives what the runtimes really ran (nil: discard).
+	Ledger kubelet.Ledger
+	// Scheduler starts the scheduler once the nodes are registered (see
+	// StartScheduler).
+	Scheduler bool
 
 	_ struct{}
 }
@@ -78,6 +88,8 @@ type Cluster struct {
 	members []*member
 	closed  bool
 	started bool // Start finished: planted bugs may now act
+
+	kubelets *kubeletSet // guarded by mu; see kubelets.go
 }
 
 // New validates cfg and builds the network and clock; Start brings the members up.
@@ -140,7 +152,14 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.WaitLeader(ctx); err != nil {
 		return errors.Join(err, c.Close())
 	}
-	if err := c.registerNodes(ctx); err != nil {
+	register := c.registerNodes
+	if c.cfg.Kubelets {
+		register = c.startKubelets
+	}
+	if err := register(ctx); err != nil {
+		return errors.Join(err, c.Close())
+	}
+	if err := c.startSchedulerIfEnabled(); err != nil {
 		return errors.Join(err, c.Close())
 	}
 	// Planted bugs switch on only now, so that the cluster itself starts
@@ -237,6 +256,8 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	members := c.members
 	c.mu.Unlock()
+	c.stopSchedulerOnClose()
+	c.stopKubelets()
 	var errs []error
 	for _, m := range members {
 		if err := c.stopMember(m); err != nil && !errors.Is(err, ErrMemberDown) {

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/kubelet"
+)
+
+// kubeletSet holds, per topology node, the simulated container runtime (owned
+// by the cluster, so containers outlive a kubelet crash) and the running
+// kubelet, if any.
+type kubeletSet struct {
+	mu       sync.Mutex
+	runtimes map[string]*kubelet.SimRuntime
+	running  map[string]*runningKubelet
+}
+
+type runningKubelet struct {
+	k      *kubelet.Kubelet
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (c *Cluster) kubeletSet() *kubeletSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kubelets == nil {
+		c.kubelets = &kubeletSet{runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}}
+	}
+	return c.kubelets
+}
+
+func (c *Cluster) nodeSpec(name string) (NodeSpec, bool) {
+	for _, n := range c.cfg.Topology.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeSpec{}, false
+}
+
+// Runtime returns node's simulated container runtime, creating it on first
+// use. It writes to Config.Ledger and runs on the cluster clock.
+func (c *Cluster) Runtime(node string) (*kubelet.SimRuntime, error) {
+	if _, ok := c.nodeSpec(node); !ok {
+		return nil, fmt.Errorf("%w: no node %q in the topology", ErrInvalidTopology, node)
+	}
+	ks := c.kubeletSet()
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	rt := ks.runtimes[node]
+	if rt == nil {
+		rt = kubelet.NewSimRuntime(node, c.clock, c.cfg.Ledger)
+		ks.runtimes[node] = rt
+	}
+	return rt, nil
+}
+
+// StartKubelet starts node's kubelet on network host node (so node
+// partitions cut it) with its existing runtime: containers that ran on
+// while it was stopped are adopted.
+func (c *Cluster) StartKubelet(node string) error {
+	spec, ok := c.nodeSpec(node)
+	if !ok {
+		return fmt.Errorf("%w: no node %q in the topology", ErrInvalidTopology, node)
+	}
+	rt, err := c.Runtime(node)
+	if err != nil {
+		return err
+	}
+	cs, err := c.Clientset(apiserver.KubeletIdentity(node), ClientOptions{Host: node})
+	if err != nil {
+		return err
+	}
+	k, err := kubelet.New(kubelet.Config{
+		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints,
+		Capacity: defaultResources(), Clock: c.clock, Runtime: rt,
+		Logger: c.log.With("component", "kubelet", "node", node),
+	})
+	if err != nil {
+		return fmt.Errorf("building kubelet of %s: %w", node, err)
+	}
+	ks := c.kubeletSet()
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.running[node] != nil {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rk := &runningKubelet{k: k, cancel: cancel, done: make(chan struct{})}
+	ks.running[node] = rk
+	go func() {
+		defer close(rk.done)
+		if err := k.Run(ctx); err != nil {
+			c.log.Warn("kubelet ended", "node", node, "err", err)
+		}
+	}()
+	return nil
+}
+
+// StopKubelet stops node's kubelet as a crash would: its containers keep
+// running in the node's runtime. It waits until the kubelet has stopped.
+func (c *Cluster) StopKubelet(node string) error {
+	ks := c.kubeletSet()
+	ks.mu.Lock()
+	rk := ks.running[node]
+	delete(ks.running, node)
+	ks.mu.Unlock()
+	if rk == nil {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletDown)
+	}
+	rk.cancel()
+	<-rk.done
+	return nil
+}
+
+// KubeletRunning reports whether node's kubelet is running.
+func (c *Cluster) KubeletRunning(node string) bool {
+	ks := c.kubeletSet()
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.running[node] != nil
+}
+
+// startKubelets starts a kubelet per topology node and waits until every
+// node has registered itself Ready.
+func (c *Cluster) startKubelets(ctx context.Context) error {
+	for _, n := range c.cfg.Topology.Nodes {
+		if err := c.StartKubelet(n.Name); err != nil {
+			return err
+		}
+	}
+	cs, err := c.Clientset(apiserver.IdentityAdmin, ClientOptions{})
+	if err != nil {
+		return err
+	}
+	for {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			ready := 0
+			for _, n := range nodes.Items {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready >= len(c.cfg.Topology.Nodes) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kubelets to register their nodes: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stopKubelets stops every kubelet and every runtime's simulation.
+func (c *Cluster) stopKubelets() {
+	c.mu.Lock()
+	ks := c.kubelets
+	c.mu.Unlock()
+	if ks == nil {
+		return
+	}
+	ks.mu.Lock()
+	running := ks.running
+	ks.running = map[string]*runningKubelet{}
+	runtimes := ks.runtimes
+	ks.mu.Unlock()
+	for _, rk := range running {
+		rk.cancel()
+	}
+	for _, rk := range running {
+		<-rk.done
+	}
+	for _, rt := range runtimes {
+		rt.Close()
+	}
+}
+
+// Errors of kubelet control.
+var (
+	// ErrKubeletUp: the node's kubelet is already running.
+	ErrKubeletUp = errors.New("kubelet is already running")
+	// ErrKubeletDown: the node's kubelet is not running.
+	ErrKubeletDown = errors.New("kubelet is not running")
+)

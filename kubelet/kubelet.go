@@ -1,0 +1,294 @@
+// Package kubelet is podsafe's node agent: an ordinary client-go controller,
+// identity kubelet:NODE, that registers its Node, renews its Lease, watches
+// the pods bound to its node and runs each through the lifecycle of
+// GUARANTEES.md (LC-*, PS-2..PS-8, GP-*) on a container Runtime. The runtime
+// writes what really ran to a Ledger, the oracle the checkers trust.
+//
+//	rt := kubelet.NewSimRuntime("node-0", clk, ledger) // outlives the kubelet
+//	k, err := kubelet.New(kubelet.Config{Client: cs, NodeName: "node-0", Runtime: rt, Clock: clk})
+//	go k.Run(ctx) // cancel ctx to stop (a crash: containers keep running)
+//
+// Termination follows PS-4/LC-11 as GP-R settles it: preStop (only with grace
+// > 0, extended once by 2 s), TERM, KILL at max(grace deadline, TERM + 2 s);
+// a shorter grace arriving mid-way shortens it, a longer one never lengthens
+// it; once every container is confirmed dead the kubelet posts the final
+// status and deletes the pod with grace 0 and a UID precondition (PS-8). A
+// restarted kubelet restarts a termination from the beginning with the full
+// grace period (PS-5, LC-12). A kubelet that cannot reach the API keeps its
+// containers running; containers of a pod gone from the API are killed after
+// Config.OrphanGrace (LC-13).
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseDuration   = 40 * time.Second
+	DefaultLeaseRenew      = 10 * time.Second
+	DefaultNodeStatusEvery = 60 * time.Second
+	DefaultOrphanGrace     = 2 * time.Second
+	DefaultRequestTimeout  = 10 * time.Second
+)
+
+// Config configures one kubelet. Zero values mean defaults.
+type Config struct {
+	// Client talks to the API as kubelet:NodeName. Required.
+	Client kubernetes.Interface
+	// NodeName is the node this kubelet runs. Required.
+	NodeName string
+	Labels   map[string]string
+	Taints   []corev1.Taint
+	// Capacity of the node (default 8 CPUs, 32Gi memory, 110 pods).
+	Capacity corev1.ResourceList
+	// Clock is the (scaled) clock every duration is measured on; nil is the
+	// real clock.
+	Clock clock.WithTicker
+	// Runtime runs the containers. Required; it outlives the kubelet.
+	Runtime Runtime
+	// Logger receives the kubelet's log (nil: discard).
+	Logger *slog.Logger
+	// LeaseDuration is the lease's leaseDurationSeconds (default 40 s);
+	// LeaseRenew how often it is renewed (default 10 s); NodeStatusEvery how
+	// often the Ready condition is re-posted (default 60 s). Clock time.
+	LeaseDuration   time.Duration
+	LeaseRenew      time.Duration
+	NodeStatusEvery time.Duration
+	// OrphanGrace is the short grace before KILL for containers of a pod
+	// that vanished from the API (LC-13; default 2 s of clock time).
+	OrphanGrace time.Duration
+	// RequestTimeout bounds each API request in wall time (default 10 s).
+	RequestTimeout time.Duration
+
+	_ struct{}
+}
+
+// Validate reports the first problem with c, naming the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
+	case c.NodeName == "":
+		return fmt.Errorf("%w: NodeName is required", ErrInvalidConfig)
+	case c.Runtime == nil:
+		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
+	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0:
+		return fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
+	case c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew >= c.LeaseDuration:
+		return fmt.Errorf("%w: LeaseRenew %s must be shorter than LeaseDuration %s", ErrInvalidConfig, c.LeaseRenew, c.LeaseDuration)
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Capacity == nil {
+		c.Capacity = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("8"),
+			corev1.ResourceMemory: resource.MustParse("32Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.LeaseDuration, DefaultLeaseDuration)
+	def(&c.LeaseRenew, DefaultLeaseRenew)
+	def(&c.NodeStatusEvery, DefaultNodeStatusEvery)
+	def(&c.OrphanGrace, DefaultOrphanGrace)
+	def(&c.RequestTimeout, DefaultRequestTimeout)
+}
+
+// Kubelet is one node agent. Run it once; stop it by cancelling Run's
+// context.
+type Kubelet struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.WithTicker
+	rt    Runtime
+
+	mu       sync.Mutex
+	workers  map[types.UID]*podWorker
+	finished map[types.UID]bool
+	adopted  map[types.UID][]ContainerStatus
+	wg       sync.WaitGroup
+	ctx      context.Context
+}
+
+// New validates cfg and returns a kubelet ready to Run.
+func New(cfg Config) (*Kubelet, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	return &Kubelet{
+		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
+		clock: cfg.Clock, rt: cfg.Runtime,
+		workers: map[types.UID]*podWorker{}, finished: map[types.UID]bool{},
+	}, nil
+}
+
+// Run registers the node, renews its lease and runs the pods bound to it
+// until ctx ends. Stopping is a crash as far as containers go: they keep
+// running in the runtime, and the next kubelet on this node adopts them. Run
+// returns nil once every goroutine it started has ended.
+func (k *Kubelet) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	existing, err := k.rt.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing runtime containers of %s: %w", k.cfg.NodeName, err)
+	}
+	k.mu.Lock()
+	k.ctx = ctx
+	k.adopted = map[types.UID][]ContainerStatus{}
+	for _, c := range existing {
+		uid := types.UID(c.UID)
+		k.adopted[uid] = append(k.adopted[uid], c)
+	}
+	k.mu.Unlock()
+	k.log.Info("kubelet starting", "containers", len(existing))
+
+	k.goFunc(func() { k.runNode(ctx) })
+	k.goFunc(func() { k.runLease(ctx) })
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.podSeen(obj) },
+		UpdateFunc: func(_, obj any) { k.podSeen(obj) },
+		DeleteFunc: func(obj any) { k.podDeleted(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching pods of %s: %w", k.cfg.NodeName, err)
+	}
+	factory.Start(ctx.Done())
+	k.goFunc(func() {
+		// Every pod of the first list has reached podSeen once the handler
+		// has synced: what is left in adopted has no pod in the API.
+		if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			return
+		}
+		k.killOrphans()
+	})
+	<-ctx.Done()
+	factory.Shutdown()
+	k.wg.Wait()
+	k.log.Info("kubelet stopped")
+	return nil
+}
+
+func (k *Kubelet) goFunc(f func()) {
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		f()
+	}()
+}
+
+// podSeen hands the newest version of a pod to its worker, starting one for
+// a pod not seen before.
+func (k *Kubelet) podSeen(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName != k.cfg.NodeName {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ctx == nil || k.ctx.Err() != nil || k.finished[pod.UID] {
+		return
+	}
+	w := k.workers[pod.UID]
+	if w == nil {
+		w = newPodWorker(k, pod.UID, pod.Namespace, pod.Name, k.adopted[pod.UID])
+		delete(k.adopted, pod.UID)
+		k.workers[pod.UID] = w
+		k.goFunc(func() { w.run(k.ctx) })
+	}
+	w.update(pod)
+}
+
+// podDeleted tells a pod's worker that the pod is gone from the API: either
+// this kubelet finished its deletion, or it was force deleted (LC-13).
+func (k *Kubelet) podDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	w := k.workers[pod.UID]
+	k.mu.Unlock()
+	if w != nil {
+		w.gone()
+	}
+}
+
+// killOrphans starts workers, once the pod cache is synced, for containers
+// whose pod is not in the API any more: they are killed after OrphanGrace.
+// A kubelet that never syncs (partitioned) never kills anything.
+func (k *Kubelet) killOrphans() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ctx.Err() != nil {
+		return
+	}
+	for uid, cs := range k.adopted {
+		if len(cs) == 0 || k.workers[uid] != nil {
+			continue
+		}
+		w := newPodWorker(k, uid, cs[0].Namespace, cs[0].Pod, cs)
+		w.orphan = true
+		k.workers[uid] = w
+		k.goFunc(func() { w.run(k.ctx) })
+		w.gone()
+	}
+	k.adopted = map[types.UID][]ContainerStatus{}
+}
+
+// workerDone forgets a pod whose worker has finished for good.
+func (k *Kubelet) workerDone(uid types.UID) {
+	k.mu.Lock()
+	delete(k.workers, uid)
+	k.finished[uid] = true
+	k.mu.Unlock()
+}
+
+// Pods is the number of pods the kubelet is working on.
+func (k *Kubelet) Pods() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.workers)
+}
+
+// requestCtx bounds one API request.
+func (k *Kubelet) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, k.cfg.RequestTimeout)
+}

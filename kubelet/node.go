@@ -1,0 +1,82 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// runNode registers the Node and re-posts its Ready condition every
+// NodeStatusEvery, retrying while the API cannot be reached.
+func (k *Kubelet) runNode(ctx context.Context) {
+	retry := time.Second
+	for {
+		wait := k.cfg.NodeStatusEvery
+		if err := k.syncNode(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			k.log.Debug("node status not posted", "err", err)
+			wait = retry
+			retry = min(retry*2, k.cfg.LeaseRenew)
+		} else {
+			retry = time.Second
+		}
+		t := k.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// syncNode creates the Node if it does not exist, keeps its labels and
+// taints, and posts the Ready condition with a fresh heart-beat.
+func (k *Kubelet) syncNode(ctx context.Context) error {
+	nodes := k.cfg.Client.CoreV1().Nodes()
+	rctx, cancel := k.requestCtx(ctx)
+	defer cancel()
+	node, err := nodes.Get(rctx, k.cfg.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err = nodes.Create(rctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.cfg.Labels},
+			Spec:       corev1.NodeSpec{Taints: k.cfg.Taints},
+		}, metav1.CreateOptions{})
+		if err == nil {
+			k.log.Info("node registered")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
+	}
+	now := metav1.NewTime(k.clock.Now())
+	ready := corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+	}
+	var conds []corev1.NodeCondition
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				ready.LastTransitionTime = c.LastTransitionTime
+			}
+			continue
+		}
+		conds = append(conds, c)
+	}
+	node.Status.Conditions = append(conds, ready)
+	node.Status.Capacity = maps.Clone(k.cfg.Capacity)
+	node.Status.Allocatable = maps.Clone(k.cfg.Capacity)
+	node.Status.Phase = corev1.NodeRunning
+	if _, err := nodes.UpdateStatus(rctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("posting status of node %s: %w", k.cfg.NodeName, err)
+	}
+	return nil
+}

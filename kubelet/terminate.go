@@ -1,0 +1,209 @@
+package kubelet
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// termination is a pod's termination under way: its grace period, which may
+// only shrink (PS-3), and the killers of its containers.
+type termination struct {
+	mu      sync.Mutex
+	grace   int64
+	changed chan struct{} // closed and replaced when grace shrinks
+	done    chan struct{} // closed once every killer returned
+	wg      sync.WaitGroup
+}
+
+func (t *termination) current() (int64, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.grace, t.changed
+}
+
+// shorten lowers the grace period; a longer one is ignored.
+func (t *termination) shorten(grace int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if grace >= t.grace {
+		return false
+	}
+	t.grace = grace
+	close(t.changed)
+	t.changed = make(chan struct{})
+	return true
+}
+
+func (t *termination) finished() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// orphanGrace is LC-13's short grace in whole seconds, at least 1.
+func (k *Kubelet) orphanGrace() int64 {
+	return max(1, int64((k.cfg.OrphanGrace+time.Second-1)/time.Second))
+}
+
+// terminate begins the pod's termination, or applies a shorter grace period
+// to the one under way. A pod gone from the API (force deleted) gets the
+// short orphan grace and no preStop hook (LC-13).
+func (w *podWorker) terminate(ctx context.Context, deleted bool) {
+	var grace int64
+	if w.term != nil {
+		grace, _ = w.term.current()
+	}
+	switch {
+	case deleted:
+		grace = w.k.orphanGrace()
+	default:
+		grace, _ = EffectiveGracePeriod(grace, w.pod, nil)
+	}
+	if w.term != nil {
+		if w.term.shorten(grace) {
+			w.k.log.Info("termination shortened", "pod", w.namespace+"/"+w.name, "grace", grace)
+		}
+		return
+	}
+	t := &termination{grace: grace, changed: make(chan struct{}), done: make(chan struct{})}
+	w.term = t
+	w.k.log.Info("terminating pod", "pod", w.namespace+"/"+w.name, "grace", grace, "force_deleted", deleted)
+	start := w.k.clock.Now()
+	for _, s := range w.running() {
+		hasPreStop := false
+		if !deleted && w.pod != nil && s.spec != nil {
+			if sc, err := ContainerScript(w.pod.Annotations, s.spec); err == nil {
+				hasPreStop = sc.HasPreStop
+			}
+		}
+		tl := NewKillTimeline(start, grace, hasPreStop)
+		in := s.cur
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			w.k.killContainer(ctx, in, tl, t)
+		}()
+	}
+	go func() {
+		t.wg.Wait()
+		close(t.done)
+	}()
+}
+
+// killForProbe kills one container whose startup or liveness probe failed,
+// with the probe's grace period (GP-1); restartPolicy then decides.
+func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillReason) {
+	if s.killing || s.cur == nil {
+		return
+	}
+	s.killing = true
+	grace := ContainerGracePeriod(w.pod, s.spec, reason)
+	hasPreStop := false
+	if sc, err := ContainerScript(w.pod.Annotations, s.spec); err == nil {
+		hasPreStop = sc.HasPreStop
+	}
+	w.k.log.Info("killing container", "pod", w.namespace+"/"+w.name, "container", s.spec.Name,
+		"reason", string(reason), "grace", grace)
+	tl := NewKillTimeline(w.k.clock.Now(), max(grace, 1), hasPreStop && grace > 0)
+	in := s.cur
+	go w.k.killContainer(ctx, in, tl, nil)
+}
+
+// killContainer carries out one container's KillTimeline: preStop (bounded
+// by the grace deadline, extended once), TERM, then KILL when due, applying
+// shorter grace periods from t as they arrive. It returns once the container
+// exited, or when ctx ends (the kubelet stopped: the container keeps
+// running and the next kubelet starts over, PS-5).
+func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimeline, t *termination) {
+	var changed <-chan struct{}
+	refresh := func() {
+		if t == nil {
+			return
+		}
+		var g int64
+		g, changed = t.current()
+		tl.Shorten(g)
+	}
+	refresh()
+	if tl.RunPreStop {
+		hookCtx, cancel := context.WithCancel(ctx)
+		hookDone, err := k.rt.PreStop(hookCtx, in.id)
+		// The kill begins when the hook has started, as the ledger shows it:
+		// every later deadline counts from here (GP-R).
+		tl.Start = k.clock.Now()
+		if err != nil {
+			k.log.Warn("preStop not started", "container", string(in.id), "err", err)
+		}
+	hook:
+		for hookDone != nil {
+			timer := k.clock.NewTimer(max(tl.PreStopDeadline().Sub(k.clock.Now()), 0))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				cancel()
+				return
+			case <-hookDone:
+				timer.Stop()
+				break hook
+			case <-in.done:
+				timer.Stop()
+				break hook
+			case <-changed:
+				timer.Stop()
+				refresh()
+			case <-timer.C():
+				if k.clock.Now().Before(tl.PreStopDeadline()) {
+					continue // a timer never fires early by the clock's reading
+				}
+				if !tl.PreStopOverdue() {
+					break hook // GP-2: a hanging hook does not block, nor is retried
+				}
+			}
+		}
+		cancel()
+	}
+	if in.exited() {
+		return
+	}
+	if err := k.rt.Signal(ctx, in.id, SignalTerm, tl.Grace); err != nil {
+		k.log.Warn("TERM not delivered", "container", string(in.id), "err", err)
+	}
+	// Read after the runtime recorded TERM, so no deadline is earlier than
+	// the ledger says it should be.
+	now := k.clock.Now()
+	if !tl.RunPreStop {
+		tl.Start = now
+	}
+	tl.Termed(now)
+	for {
+		timer := k.clock.NewTimer(max(tl.KillAt().Sub(k.clock.Now()), 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-in.done:
+			timer.Stop()
+			return
+		case <-changed:
+			timer.Stop()
+			refresh()
+			continue
+		case <-timer.C():
+		}
+		if k.clock.Now().Before(tl.KillAt()) {
+			continue
+		}
+		break
+	}
+	if err := k.rt.Signal(ctx, in.id, SignalKill, tl.Grace); err != nil {
+		k.log.Warn("KILL not delivered", "container", string(in.id), "err", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-in.done:
+	}
+}

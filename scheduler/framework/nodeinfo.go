@@ -1,0 +1,138 @@
+package framework
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+)
+
+// Resource is an amount of the resources the scheduler accounts for.
+type Resource struct {
+	MilliCPU int64
+	Memory   int64
+	Pods     int64
+}
+
+// Add adds r2 to r.
+func (r *Resource) Add(r2 Resource) {
+	r.MilliCPU += r2.MilliCPU
+	r.Memory += r2.Memory
+	r.Pods += r2.Pods
+}
+
+// Sub subtracts r2 from r.
+func (r *Resource) Sub(r2 Resource) {
+	r.MilliCPU -= r2.MilliCPU
+	r.Memory -= r2.Memory
+	r.Pods -= r2.Pods
+}
+
+// ResourceFromList reads CPU, memory and pods from a resource list.
+func ResourceFromList(l corev1.ResourceList) Resource {
+	var r Resource
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.MilliCPU = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.Memory = q.Value()
+	}
+	if q, ok := l[corev1.ResourcePods]; ok {
+		r.Pods = q.Value()
+	}
+	return r
+}
+
+// PodRequests is what a pod asks of a node: the sum of its containers'
+// requests, at least the largest init container's, plus its overhead, and one
+// pod slot.
+func PodRequests(pod *corev1.Pod) Resource {
+	var sum Resource
+	for i := range pod.Spec.Containers {
+		sum.Add(ResourceFromList(pod.Spec.Containers[i].Resources.Requests))
+	}
+	for i := range pod.Spec.InitContainers {
+		ic := ResourceFromList(pod.Spec.InitContainers[i].Resources.Requests)
+		sum.MilliCPU = max(sum.MilliCPU, ic.MilliCPU)
+		sum.Memory = max(sum.Memory, ic.Memory)
+	}
+	sum.Add(ResourceFromList(pod.Spec.Overhead))
+	sum.Pods = 1
+	return sum
+}
+
+// PodInfo is a pod with the values the plugins need computed once.
+type PodInfo struct {
+	Pod      *corev1.Pod
+	Requests Resource
+	Priority int32
+}
+
+// NewPodInfo computes the PodInfo of pod.
+func NewPodInfo(pod *corev1.Pod) *PodInfo {
+	return &PodInfo{Pod: pod, Requests: PodRequests(pod), Priority: corev1helpers.PodPriority(pod)}
+}
+
+// NodeInfo is a node and the pods the scheduler counts on it: bound pods,
+// pods it has assumed while their binding is under way, and terminating pods
+// until they are gone (their resources are not free yet).
+type NodeInfo struct {
+	node        *corev1.Node
+	Pods        []*PodInfo
+	Requested   Resource
+	Allocatable Resource
+	// Generation grows with every change; snapshots copy only changed nodes.
+	Generation int64
+}
+
+// NewNodeInfo returns a NodeInfo holding pods (node set separately).
+func NewNodeInfo(pods ...*corev1.Pod) *NodeInfo {
+	n := &NodeInfo{}
+	for _, p := range pods {
+		n.AddPod(NewPodInfo(p))
+	}
+	return n
+}
+
+// Node returns the node, or nil if only its pods are known so far.
+func (n *NodeInfo) Node() *corev1.Node {
+	if n == nil {
+		return nil
+	}
+	return n.node
+}
+
+// SetNode sets the node and its allocatable resources.
+func (n *NodeInfo) SetNode(node *corev1.Node) {
+	n.node = node
+	n.Allocatable = ResourceFromList(node.Status.Allocatable)
+}
+
+// AddPod counts pi on the node.
+func (n *NodeInfo) AddPod(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	n.Requested.Add(pi.Requests)
+}
+
+// RemovePod stops counting the pod with uid, reporting whether it was there.
+func (n *NodeInfo) RemovePod(uid types.UID) bool {
+	for i, pi := range n.Pods {
+		if pi.Pod.UID == uid {
+			n.Requested.Sub(pi.Requests)
+			last := len(n.Pods) - 1
+			n.Pods[i] = n.Pods[last]
+			n.Pods[last] = nil
+			n.Pods = n.Pods[:last]
+			return true
+		}
+	}
+	return false
+}
+
+// Clone returns a copy whose pod list can change independently; the pods
+// and the node themselves are shared and must not be modified.
+func (n *NodeInfo) Clone() *NodeInfo {
+	out := *n
+	out.Pods = make([]*PodInfo, len(n.Pods), len(n.Pods)+1)
+	copy(out.Pods, n.Pods)
+	return &out
+}

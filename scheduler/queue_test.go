@@ -1,0 +1,63 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podsafe/podsafe/scheduler/st"
+)
+
+func TestQueueOrderAndBackoff(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := NewQueue(clk, time.Second, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	q.AddOrUpdate(st.MakePod().Name("low-old").Priority(1).Obj())
+	clk.Step(time.Millisecond)
+	q.AddOrUpdate(st.MakePod().Name("high").Priority(10).Obj())
+	clk.Step(time.Millisecond)
+	q.AddOrUpdate(st.MakePod().Name("low-new").Priority(1).Obj())
+
+	pop := func() string {
+		t.Helper()
+		qp, err := q.Pop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qp.Pod.Name
+	}
+	// PR-3: the high-priority pod fails and backs off; the lower ones run.
+	first := pop()
+	q.Requeue("high")
+	got := []string{first, pop(), pop()}
+	if diff := cmp.Diff([]string{"high", "low-old", "low-new"}, got); diff != "" {
+		t.Errorf("pop order (-want +got):\n%s", diff)
+	}
+	q.Done("low-old")
+	q.Done("low-new")
+	if n := q.Len(); n != 1 {
+		t.Errorf("queue length %d, want 1 (high backing off)", n)
+	}
+	clk.Step(999 * time.Millisecond)
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	if _, err := q.Pop(short); err == nil {
+		t.Errorf("popped a pod still in back-off")
+	}
+	cancelShort()
+	clk.Step(time.Millisecond)
+	if got := pop(); got != "high" {
+		t.Errorf("after back-off popped %s, want high", got)
+	}
+	// The second failure doubles the back-off.
+	q.Requeue("high")
+	clk.Step(1500 * time.Millisecond)
+	short, cancelShort = context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := q.Pop(short); err == nil {
+		t.Errorf("popped before the doubled back-off ended")
+	}
+}

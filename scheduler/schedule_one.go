@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/scheduler/framework"
+)
+
+// minFeasibleNodesToFind is the fewest feasible nodes searched for before
+// the search may stop early.
+const minFeasibleNodesToFind = 100
+
+// FitError says why a pod fits no node.
+type FitError struct {
+	Pod      *corev1.Pod
+	NumNodes int
+	Statuses framework.NodeToStatus
+}
+
+// Error summarizes the rejection reasons with their node counts.
+func (e *FitError) Error() string {
+	counts := map[string]int{}
+	for _, st := range e.Statuses {
+		for _, r := range st.Reasons() {
+			counts[r]++
+		}
+	}
+	var parts []string
+	for r, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("0/%d nodes are available: %s", e.NumNodes, strings.Join(parts, ", "))
+}
+
+// ScheduleResult is where a pod should go.
+type ScheduleResult struct {
+	Node           string
+	EvaluatedNodes int
+	FeasibleNodes  int
+}
+
+// algorithm finds a node for one pod at a time against the framework's
+// snapshot. Not safe for concurrent use.
+type algorithm struct {
+	fw         *framework.Framework
+	percentage int32
+	nextStart  int
+}
+
+// schedule runs PreFilter, Filter, Score and returns the best node, or a
+// *FitError when the pod fits nowhere.
+func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (ScheduleResult, error) {
+	snap := a.fw.Snapshot()
+	nodes := snap.List()
+	if len(nodes) == 0 {
+		return ScheduleResult{}, ErrNoNodesAvailable
+	}
+	if st := a.fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
+		if st.Code() == framework.Error {
+			return ScheduleResult{}, fmt.Errorf("running PreFilter for pod %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
+		}
+		fe := &FitError{Pod: pod, NumNodes: len(nodes), Statuses: framework.NodeToStatus{}}
+		for _, ni := range nodes {
+			fe.Statuses[ni.Node().Name] = st
+		}
+		return ScheduleResult{}, fe
+	}
+	// A nominated node is tried first: preemption made room there.
+	if nn := snap.Get(pod.Status.NominatedNodeName); nn != nil {
+		if st := a.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nn); st.IsSuccess() {
+			return ScheduleResult{Node: nn.Node().Name, EvaluatedNodes: 1, FeasibleNodes: 1}, nil
+		}
+	}
+	want := a.numFeasibleNodesToFind(len(nodes))
+	statuses := framework.NodeToStatus{}
+	var feasible []*framework.NodeInfo
+	start := a.nextStart % len(nodes)
+	evaluated := 0
+	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
+		ni := nodes[(start+i)%len(nodes)]
+		evaluated++
+		st := a.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+		switch {
+		case st.IsSuccess():
+			feasible = append(feasible, ni)
+		case st.Code() == framework.Error:
+			return ScheduleResult{}, fmt.Errorf("filtering node %s for pod %s/%s: %w", ni.Node().Name, pod.Namespace, pod.Name, st.AsError())
+		default:
+			statuses[ni.Node().Name] = st
+		}
+	}
+	a.nextStart = (start + evaluated) % len(nodes)
+	if len(feasible) == 0 {
+		return ScheduleResult{}, &FitError{Pod: pod, NumNodes: len(nodes), Statuses: statuses}
+	}
+	res := ScheduleResult{EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}
+	if len(feasible) == 1 {
+		res.Node = feasible[0].Node().Name
+		return res, nil
+	}
+	scores, st := a.fw.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return ScheduleResult{}, fmt.Errorf("scoring pod %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
+	}
+	best := 0
+	for i := range scores {
+		if scores[i].Score > scores[best].Score {
+			best = i
+		}
+	}
+	res.Node = scores[best].Name
+	return res, nil
+}
+
+// numFeasibleNodesToFind bounds the search on large clusters: the adaptive
+// share shrinks from 50 % as the cluster grows, never below 5 % or 100
+// nodes.
+func (a *algorithm) numFeasibleNodesToFind(n int) int {
+	if n <= minFeasibleNodesToFind || a.percentage >= 100 {
+		return n
+	}
+	pct := int(a.percentage)
+	if pct == 0 {
+		pct = max(50-n/125, 5)
+	}
+	return max(n*pct/100, minFeasibleNodesToFind)
+}
