@@ -28,6 +28,7 @@ func newClusterUpCmd() *cobra.Command {
 		listen, kubeconfig    string
 		dataDir               string
 		durable, verbose      bool
+		agents                bool
 		timeScale             float64
 	)
 	cmd := &cobra.Command{
@@ -48,6 +49,8 @@ func newClusterUpCmd() *cobra.Command {
 				DataDir:   dataDir,
 				TimeScale: timeScale,
 				Logger:    log,
+				Kubelets:  agents,
+				Scheduler: agents,
 			}
 			if durable && dataDir == "" {
 				d, err := os.MkdirTemp("", "podsafe-data-")
@@ -111,5 +114,6 @@ func newClusterUpCmd() *cobra.Command {
 	fl.StringVar(&dataDir, "data-dir", "", "data directory of a durable cluster (default: a new temporary directory)")
 	fl.Float64Var(&timeScale, "time-scale", 1, "the cluster clock runs this many times faster than wall time")
 	fl.BoolVar(&verbose, "verbose", false, "log every component at info level")
+	fl.BoolVar(&agents, "agents", true, "run a kubelet per node (simulated containers) and the scheduler; false registers bare Node objects")
 	return cmd
 }
