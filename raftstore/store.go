@@ -167,14 +167,14 @@ func Open(cfg Config) (*Store, error) {
 					Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.RaftAddr),
 				})
 			}
-			if err := raft.BootstrapCluster(rc, logs, stable, snaps, s.trans, conf); err != nil {
+			if err := raft.BootstrapCluster(rc, logs, stable, snaps, transport{s.trans}, conf); err != nil {
 				return fail(fmt.Errorf("bootstrapping cluster: %w", err))
 			}
 			log.Info("bootstrapped cluster", "members", len(cfg.Members))
 		}
 	}
 
-	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
+	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport{s.trans})
 	if err != nil {
 		return fail(fmt.Errorf("starting raft: %w", err))
 	}
