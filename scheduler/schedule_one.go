@@ -78,23 +78,11 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		}
 	}
 	want := a.numFeasibleNodesToFind(len(nodes))
-	statuses := framework.NodeToStatus{}
-	var feasible []*framework.NodeInfo
-	start := a.nextStart % len(nodes)
-	evaluated := 0
-	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
-		ni := nodes[(start+i)%len(nodes)]
-		evaluated++
-		st := a.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
-		switch {
-		case st.IsSuccess():
-			feasible = append(feasible, ni)
-		case st.Code() == framework.Error:
-			return ScheduleResult{}, fmt.Errorf("filtering node %s for pod %s/%s: %w", ni.Node().Name, pod.Namespace, pod.Name, st.AsError())
-		default:
-			statuses[ni.Node().Name] = st
-		}
+	feasible, statuses, evaluated, err := a.findFeasible(ctx, state, pod, nodes, want)
+	if err != nil {
+		return ScheduleResult{}, err
 	}
+	start := a.nextStart % len(nodes)
 	a.nextStart = (start + evaluated) % len(nodes)
 	if len(feasible) == 0 {
 		return ScheduleResult{}, &FitError{Pod: pod, NumNodes: len(nodes), Statuses: statuses}
@@ -116,6 +104,47 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 	}
 	res.Node = scores[best].Name
 	return res, nil
+}
+
+// findFeasible filters nodes from nextStart on, wrapping around, until want
+// feasible nodes are found or every node was tried. Nodes are filtered in
+// batches on Parallelism goroutines; results are taken in node order, so
+// the outcome does not depend on the parallelism. evaluated counts the
+// nodes taken, not the extra ones a batch may have filtered.
+func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo, want int) ([]*framework.NodeInfo, framework.NodeToStatus, int, error) {
+	start := a.nextStart % len(nodes)
+	workers := framework.Parallelism()
+	var feasible, rejected []*framework.NodeInfo
+	var reasons []*framework.Status
+	results := make([]*framework.Status, min(len(nodes), max(want, 16*workers)))
+	evaluated := 0
+	for evaluated < len(nodes) && len(feasible) < want {
+		batch := min(len(nodes)-evaluated, max(want-len(feasible), 16*workers), len(results))
+		base := start + evaluated
+		framework.Parallelize(ctx, workers, batch, func(i int) {
+			results[i] = a.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(base+i)%len(nodes)])
+		})
+		if err := ctx.Err(); err != nil {
+			return nil, nil, 0, fmt.Errorf("filtering nodes for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		for i := 0; i < batch && len(feasible) < want; i++ {
+			ni, st := nodes[(base+i)%len(nodes)], results[i]
+			evaluated++
+			switch {
+			case st.IsSuccess():
+				feasible = append(feasible, ni)
+			case st.Code() == framework.Error:
+				return nil, nil, 0, fmt.Errorf("filtering node %s for pod %s/%s: %w", ni.Node().Name, pod.Namespace, pod.Name, st.AsError())
+			default:
+				rejected, reasons = append(rejected, ni), append(reasons, st)
+			}
+		}
+	}
+	statuses := make(framework.NodeToStatus, len(rejected))
+	for i, ni := range rejected {
+		statuses[ni.Node().Name] = reasons[i]
+	}
+	return feasible, statuses, evaluated, nil
 }
 
 // numFeasibleNodesToFind bounds the search on large clusters: the adaptive

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // PluginFactory builds a plugin; h lets it reach the framework.
@@ -99,14 +100,12 @@ func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 // recorded in state and their filters skipped.
 func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *corev1.Pod) *Status {
 	nodes := f.snapshot.List()
+	defer func() { state.filterMask, state.maskSet = f.skipMask(state), true }()
 	for _, pl := range f.preFilter {
 		st := pl.PreFilter(ctx, state, pod, nodes)
 		switch {
 		case st.IsSkip():
-			if state.SkipFilterPlugins == nil {
-				state.SkipFilterPlugins = map[string]bool{}
-			}
-			state.SkipFilterPlugins[pl.Name()] = true
+			state.SetSkipFilter(pl.Name())
 		case !st.IsSuccess():
 			return st.WithPlugin(pl.Name())
 		}
@@ -116,8 +115,12 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 
 // RunFilterPlugins implements Handle: the first rejection wins.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeInfo *NodeInfo) *Status {
-	for _, pl := range f.filter {
-		if state.SkipFilterPlugins[pl.Name()] {
+	mask := state.filterMask
+	if !state.maskSet {
+		mask = f.skipMask(state)
+	}
+	for i, pl := range f.filter {
+		if mask&(1<<i) != 0 {
 			continue
 		}
 		if st := pl.Filter(ctx, state, pod, nodeInfo); !st.IsSuccess() {
@@ -127,12 +130,27 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 	return nil
 }
 
+// skipMask returns the filters state skips as bits by index; filters past
+// the 64th are never skipped.
+func (f *Framework) skipMask(state *CycleState) uint64 {
+	var mask uint64
+	if len(state.skipFilter) == 0 {
+		return 0
+	}
+	for i, pl := range f.filter {
+		if i < 64 && state.skipFilter[pl.Name()] {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
 // RunFilterPluginsWithNominatedPods runs the filters with the pods nominated
 // to the node at the incoming pod's priority or above counted as present, so
 // a lower-priority pod cannot take room reserved by preemption.
 func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeInfo *NodeInfo) *Status {
 	if f.opts.NominatedPods != nil && nodeInfo.Node() != nil {
-		prio := NewPodInfo(pod).Priority
+		prio := corev1helpers.PodPriority(pod)
 		var add []*PodInfo
 		for _, np := range f.opts.NominatedPods(nodeInfo.Node().Name) {
 			if np.Pod.UID != pod.UID && np.Priority >= prio {
@@ -155,9 +173,10 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 
 // RunPreFilterExtensionAddPod implements Handle.
 func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *corev1.Pod, podToAdd *PodInfo, nodeInfo *NodeInfo) *Status {
+	skip := state.skipFilterSet()
 	for _, pl := range f.preFilter {
 		ext := pl.PreFilterExtensions()
-		if ext == nil || state.SkipFilterPlugins[pl.Name()] {
+		if ext == nil || skip[pl.Name()] {
 			continue
 		}
 		if st := ext.AddPod(ctx, state, podToSchedule, podToAdd, nodeInfo); !st.IsSuccess() {
@@ -169,9 +188,10 @@ func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *Cycl
 
 // RunPreFilterExtensionRemovePod implements Handle.
 func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *corev1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status {
+	skip := state.skipFilterSet()
 	for _, pl := range f.preFilter {
 		ext := pl.PreFilterExtensions()
-		if ext == nil || state.SkipFilterPlugins[pl.Name()] {
+		if ext == nil || skip[pl.Name()] {
 			continue
 		}
 		if st := ext.RemovePod(ctx, state, podToSchedule, podToRemove, nodeInfo); !st.IsSuccess() {
@@ -204,10 +224,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 		st := pl.PreScore(ctx, state, pod, nodes)
 		switch {
 		case st.IsSkip():
-			if state.SkipScorePlugins == nil {
-				state.SkipScorePlugins = map[string]bool{}
-			}
-			state.SkipScorePlugins[pl.Name()] = true
+			state.SetSkipScore(pl.Name())
 		case !st.IsSuccess():
 			return nil, st.WithPlugin(pl.Name())
 		}
@@ -218,7 +235,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	}
 	scores := make([]NodeScore, len(nodes))
 	for _, pl := range f.score {
-		if state.SkipScorePlugins[pl.Name()] {
+		if state.SkipScore(pl.Name()) {
 			continue
 		}
 		for i, ni := range nodes {

@@ -48,7 +48,9 @@ func (s *Snapshot) Get(name string) *NodeInfo {
 func (s *Snapshot) NumNodes() int { return len(s.list) }
 
 // Set replaces (or adds) the NodeInfo of a node. It is how the scheduler's
-// cache refreshes a snapshot and how benchmarks assume pods.
+// cache refreshes a snapshot and how benchmarks assume pods. A NodeInfo in a
+// snapshot is never changed in place: a change is a new NodeInfo passed to
+// Set, which lets plugins keep per-node results between cycles.
 func (s *Snapshot) Set(ni *NodeInfo) {
 	name := ni.Node().Name
 	if i, ok := s.nodes[name]; ok {

@@ -102,9 +102,11 @@ func (s *Status) Plugin() string {
 	return s.plugin
 }
 
-// WithPlugin records the plugin that returned s and returns s.
+// WithPlugin records the plugin that returned s and returns s. A status
+// that already names the plugin is not written to, so a plugin may return
+// one shared status from filters running at once.
 func (s *Status) WithPlugin(name string) *Status {
-	if s != nil {
+	if s != nil && s.plugin != name {
 		s.plugin = name
 	}
 	return s

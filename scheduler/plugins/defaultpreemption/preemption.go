@@ -6,7 +6,7 @@ package defaultpreemption
 import (
 	"context"
 	"math"
-	"sort"
+	"slices"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,10 +102,13 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 }
 
 // FindCandidate dry-runs preemption on the nodes where it might help and
-// returns the best candidate, or nil. It never changes the snapshot.
+// returns the best candidate, or nil. It never changes the snapshot. The
+// dry-runs are spread over Parallelism goroutines, each on its own copy of
+// the state and the node; the candidates are taken in node order, so the
+// result does not depend on the parallelism.
 func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, statuses framework.NodeToStatus) *Candidate {
 	nodes := pl.h.Snapshot().List()
-	var potential []*framework.NodeInfo
+	potential := make([]*framework.NodeInfo, 0, len(nodes))
 	for _, ni := range nodes {
 		// Nodes that reject the pod for reasons no removal can fix are out.
 		if st, ok := statuses[ni.Node().Name]; ok && st.Code() == framework.UnschedulableAndUnresolvable {
@@ -117,17 +120,34 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 		return nil
 	}
 	want := max(int(pl.args.MinCandidateNodesAbsolute), len(potential)*int(pl.args.MinCandidateNodesPercentage)/100)
-	pdbs := pl.h.PodDisruptionBudgets()
+	budgets := newBudgets(pl.h.PodDisruptionBudgets())
 	start := int(pl.offset.Load() % int64(len(potential)))
+	workers := framework.Parallelism()
 	var cands []*Candidate
-	for i := 0; i < len(potential) && len(cands) < want; i++ {
+	results := make([]*Candidate, min(len(potential), want))
+	for done := 0; done < len(potential) && len(cands) < want; {
 		if ctx.Err() != nil {
 			return nil
 		}
-		ni := potential[(start+i)%len(potential)]
-		if c := pl.selectVictims(ctx, state.Clone(), pod, ni.Clone(), pdbs); c != nil {
-			cands = append(cands, c)
+		// Dry-run as many nodes as candidates are still missing, but enough
+		// to keep every worker busy.
+		batch := min(len(potential)-done, max(want-len(cands), 8*workers))
+		if batch > len(results) {
+			results = make([]*Candidate, batch)
 		}
+		framework.Parallelize(ctx, workers, batch, func(i int) {
+			ni := potential[(start+done+i)%len(potential)]
+			results[i] = pl.selectVictims(ctx, state.Clone(), pod, ni.Clone(), budgets)
+		})
+		for i := 0; i < batch && len(cands) < want; i++ {
+			if results[i] != nil {
+				cands = append(cands, results[i])
+			}
+		}
+		done += batch
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	pl.offset.Add(int64(len(cands)))
 	return pickBest(cands)
@@ -136,9 +156,9 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 // selectVictims removes every lower-priority pod from ni; if the pod then
 // fits, it reprieves as many as it can, the most important first and PDB-
 // protected ones before the rest, so only the pods that must go are victims.
-func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, pdbs []*policyv1.PodDisruptionBudget) *Candidate {
+func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget) *Candidate {
 	prio := corev1helpers.PodPriority(pod)
-	var lower []*framework.PodInfo
+	lower := make([]*framework.PodInfo, 0, len(ni.Pods))
 	for _, pi := range ni.Pods {
 		if pi.Priority < prio {
 			lower = append(lower, pi)
@@ -156,8 +176,16 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework
 	if !pl.h.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni).IsSuccess() {
 		return nil
 	}
-	sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
-	violating, safe := splitByPDB(lower, pdbs)
+	slices.SortStableFunc(lower, func(a, b *framework.PodInfo) int {
+		switch {
+		case moreImportant(a, b):
+			return -1
+		case moreImportant(b, a):
+			return 1
+		}
+		return 0
+	})
+	violating, safe := splitByPDB(lower, budgets)
 	c := &Candidate{Node: ni.Node().Name}
 	reprieve := func(pi *framework.PodInfo) bool {
 		ni.AddPod(pi)
@@ -194,25 +222,44 @@ func moreImportant(a, b *framework.PodInfo) bool {
 	return a.Pod.CreationTimestamp.Before(&b.Pod.CreationTimestamp)
 }
 
+// budget is a PodDisruptionBudget with its selector parsed once per
+// preemption; sel is nil for a budget that selects nothing.
+type budget struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
+func newBudgets(pdbs []*policyv1.PodDisruptionBudget) []budget {
+	out := make([]budget, len(pdbs))
+	for i, pdb := range pdbs {
+		out[i].pdb = pdb
+		if pdb.Spec.Selector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			out[i].sel = sel
+		}
+	}
+	return out
+}
+
 // splitByPDB separates the pods whose removal would exceed a budget's
 // allowed disruptions from the others, spending the budget pod by pod.
-func splitByPDB(pods []*framework.PodInfo, pdbs []*policyv1.PodDisruptionBudget) (violating, safe []*framework.PodInfo) {
-	allowed := make([]int32, len(pdbs))
-	sels := make([]labels.Selector, len(pdbs))
-	for i, pdb := range pdbs {
-		allowed[i] = pdb.Status.DisruptionsAllowed
-		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && pdb.Spec.Selector != nil {
-			sels[i] = sel
-		}
+func splitByPDB(pods []*framework.PodInfo, budgets []budget) (violating, safe []*framework.PodInfo) {
+	if len(budgets) == 0 {
+		return nil, pods
+	}
+	allowed := make([]int32, len(budgets))
+	for i, b := range budgets {
+		allowed[i] = b.pdb.Status.DisruptionsAllowed
 	}
 	for _, pi := range pods {
 		violates := false
-		for i, pdb := range pdbs {
-			if sels[i] == nil || pdb.Namespace != pi.Pod.Namespace || sels[i].Empty() ||
-				!sels[i].Matches(labels.Set(pi.Pod.Labels)) {
+		for i, b := range budgets {
+			if b.sel == nil || b.pdb.Namespace != pi.Pod.Namespace || !b.sel.Matches(labels.Set(pi.Pod.Labels)) {
 				continue
 			}
-			if _, counted := pdb.Status.DisruptedPods[pi.Pod.Name]; counted {
+			if _, counted := b.pdb.Status.DisruptedPods[pi.Pod.Name]; counted {
 				continue
 			}
 			allowed[i]--

@@ -159,64 +159,101 @@ func podMatches(p *corev1.Pod, ns string, sel labels.Selector) bool {
 	return p.Namespace == ns && p.DeletionTimestamp == nil && sel.Matches(labels.Set(p.Labels))
 }
 
-// domainCounts holds the matching-pod count of every eligible domain of one
-// constraint and keeps the global minimum up to date.
+// domainCounts is one cycle's view of a constraint's per-domain counts: a
+// shared table plus the changes preemption's dry-runs made to it. Cloning
+// copies only the changes, which touch one node's domain at a time.
 type domainCounts struct {
-	counts   map[string]int
-	min      int
-	minCount int // how many domains hold min
+	base  *domainTable
+	delta []domainDelta
+	// min is the smallest count over eligible domains with delta applied.
+	min int
 }
 
-func newDomainCounts() *domainCounts { return &domainCounts{counts: map[string]int{}} }
+type domainDelta struct {
+	id int32
+	n  int
+}
 
-func (d *domainCounts) clone() *domainCounts {
-	out := &domainCounts{counts: make(map[string]int, len(d.counts)), min: d.min, minCount: d.minCount}
-	for k, v := range d.counts {
-		out.counts[k] = v
+func newDomainCounts(t *domainTable) domainCounts { return domainCounts{base: t, min: t.min} }
+
+func (d *domainCounts) clone() domainCounts {
+	out := *d
+	if len(d.delta) > 0 {
+		out.delta = append([]domainDelta(nil), d.delta...)
 	}
 	return out
 }
 
-func (d *domainCounts) recomputeMin() {
-	d.min, d.minCount = math.MaxInt, 0
-	for _, v := range d.counts {
-		switch {
-		case v < d.min:
-			d.min, d.minCount = v, 1
-		case v == d.min:
-			d.minCount++
+// count is the number of matching pods in domain (0 if not eligible).
+func (d *domainCounts) count(domain string) int {
+	id, n, ok := d.base.lookup(domain)
+	if !ok {
+		return 0
+	}
+	for _, dd := range d.delta {
+		if dd.id == id {
+			return n + dd.n
 		}
 	}
+	return n
 }
 
-// add changes a known domain's count by delta.
-func (d *domainCounts) add(domain string, delta int) {
-	old, ok := d.counts[domain]
+// add changes an eligible domain's count by n. The minimum is kept here,
+// not computed in Filter, so filters running at once only read.
+func (d *domainCounts) add(domain string, n int) {
+	id, _, ok := d.base.lookup(domain)
 	if !ok {
 		return
 	}
-	now := old + delta
-	d.counts[domain] = now
-	switch {
-	case now < d.min:
-		d.min, d.minCount = now, 1
-	case now == d.min:
-		d.minCount++
-		if old == d.min {
-			d.minCount--
-		}
-	case old == d.min:
-		d.minCount--
-		if d.minCount == 0 {
-			d.recomputeMin()
+	found := false
+	for i := range d.delta {
+		if d.delta[i].id == id {
+			d.delta[i].n += n
+			found = true
+			break
 		}
 	}
+	if !found {
+		d.delta = append(d.delta, domainDelta{id: id, n: n})
+	}
+	d.min = d.computeMin()
+}
+
+func (d *domainCounts) computeMin() int {
+	b := d.base
+	m, covered := math.MaxInt, 0
+	for _, dd := range d.delta {
+		v := int(b.counts[dd.id])
+		m = min(m, v+dd.n)
+		if v == b.min {
+			covered++
+		}
+	}
+	if covered < b.minCount {
+		return min(m, b.min)
+	}
+	// Every domain at the table's minimum changed: scan the rest.
+	for id, v := range b.counts {
+		if v >= 0 && !d.changed(int32(id)) {
+			m = min(m, int(v))
+		}
+	}
+	return m
+}
+
+func (d *domainCounts) changed(id int32) bool {
+	for _, dd := range d.delta {
+		if dd.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // globalMin is the smallest count over eligible domains, or 0 when there are
 // fewer eligible domains than minDomains (TS-2).
 func (d *domainCounts) globalMin(minDomains int32) int {
-	if len(d.counts) < int(minDomains) || len(d.counts) == 0 {
+	if d.base.domains < int(minDomains) || d.base.domains == 0 {
 		return 0
 	}
 	return d.min

@@ -21,30 +21,45 @@ const (
 
 const preFilterStateKey framework.StateKey = "PreFilter" + Name
 
+// Shared rejections: Filter runs for thousands of nodes per cycle.
+var (
+	rejectSkew     = framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch).WithPlugin(Name)
+	rejectNoLabels = framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch).WithPlugin(Name)
+)
+
 // preFilterState holds the DoNotSchedule constraints of the incoming pod and,
 // per constraint, the matching-pod counts of every eligible domain.
 type preFilterState struct {
 	constraints []constraint
-	counts      []*domainCounts
+	counts      []domainCounts
 	filter      nodeFilter
 	// selfMatch[i] is 1 if the incoming pod matches constraint i itself.
 	selfMatch []int
+	// inline holds counts for pods with few constraints, so a clone is
+	// one allocation.
+	inline [2]domainCounts
 }
 
-// Clone implements framework.StateData; the counts are copied so preemption
-// can change them.
+// Clone implements framework.StateData. The tables are shared; only the
+// changes made since PreFilter are copied, so preemption can dry-run one
+// node after another cheaply.
 func (s *preFilterState) Clone() framework.StateData {
 	out := *s
-	out.counts = make([]*domainCounts, len(s.counts))
-	for i, c := range s.counts {
-		out.counts[i] = c.clone()
+	if len(s.counts) <= len(out.inline) {
+		out.counts = out.inline[:len(s.counts)]
+	} else {
+		out.counts = make([]domainCounts, len(s.counts))
+	}
+	for i := range s.counts {
+		out.counts[i] = s.counts[i].clone()
 	}
 	return &out
 }
 
 // PreFilter resolves the DoNotSchedule constraints and counts matching pods
 // per domain over the nodes that carry every topology key and pass the
-// node inclusion policies (TS-5, TS-7, TS-8, TS-12).
+// node inclusion policies (TS-5, TS-7, TS-8, TS-12). Counts are kept
+// between cycles and only the nodes that changed are recounted.
 func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	cs, err := pl.constraintsOf(pod, corev1.DoNotSchedule)
 	if err != nil {
@@ -53,29 +68,13 @@ func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.Cycle
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preFilterState{constraints: cs, counts: make([]*domainCounts, len(cs)), filter: newNodeFilter(pod),
+	s := &preFilterState{constraints: cs, counts: make([]domainCounts, len(cs)), filter: newNodeFilter(pod),
 		selfMatch: make([]int, len(cs))}
 	for i, c := range cs {
-		s.counts[i] = newDomainCounts()
 		if c.selector.Matches(labels.Set(pod.Labels)) {
 			s.selfMatch[i] = 1
 		}
-	}
-	for _, ni := range nodes {
-		node := ni.Node()
-		if node == nil || !hasAllKeys(node, cs) {
-			continue
-		}
-		for i, c := range cs {
-			if !s.filter.includes(c, node) {
-				continue
-			}
-			domain := node.Labels[c.topologyKey]
-			s.counts[i].counts[domain] += countMatching(ni.Pods, pod.Namespace, c.selector)
-		}
-	}
-	for _, d := range s.counts {
-		d.recomputeMin()
+		s.counts[i] = newDomainCounts(pl.counters.table(nodes, c, cs, pod, s.filter))
 	}
 	state.Write(preFilterStateKey, s)
 	return nil
@@ -105,7 +104,7 @@ func updateCounts(state *framework.CycleState, pod *corev1.Pod, pi *framework.Po
 		return nil
 	}
 	for i, c := range s.constraints {
-		if s.filter.includes(c, node) && podMatches(pi.Pod, pod.Namespace, c.selector) {
+		if podMatches(pi.Pod, pod.Namespace, c.selector) && s.filter.includes(c, node) {
 			s.counts[i].add(node.Labels[c.topologyKey], delta)
 		}
 	}
@@ -123,13 +122,13 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	s := d.(*preFilterState)
 	node := ni.Node()
 	if !hasAllKeys(node, s.constraints) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		return rejectNoLabels
 	}
 	for i, c := range s.constraints {
 		domain := node.Labels[c.topologyKey]
-		skew := s.counts[i].counts[domain] + s.selfMatch[i] - s.counts[i].globalMin(c.minDomains)
+		skew := s.counts[i].count(domain) + s.selfMatch[i] - s.counts[i].globalMin(c.minDomains)
 		if skew > int(c.maxSkew) {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+			return rejectSkew
 		}
 	}
 	return nil

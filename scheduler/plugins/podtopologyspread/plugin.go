@@ -81,6 +81,7 @@ type PodTopologySpread struct {
 	handle          framework.Handle
 	defaults        []corev1.TopologySpreadConstraint
 	defaultSelector func(*corev1.Pod) labels.Selector
+	counters        counterCache
 }
 
 var (

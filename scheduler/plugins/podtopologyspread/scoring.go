@@ -17,8 +17,10 @@ const preScoreStateKey framework.StateKey = "PreScore" + Name
 // number of domains, so a key with many domains is not drowned out.
 type preScoreState struct {
 	constraints []constraint
-	counts      []map[string]int
-	weights     []float64
+	// tables[i] counts constraint i over the whole snapshot; nil when its
+	// domains are single nodes (perNode).
+	tables  []*domainTable
+	weights []float64
 	// perNode[i] is true when constraint i's domains are single nodes: its
 	// count is taken from the scored node directly.
 	perNode []bool
@@ -37,58 +39,48 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 	if len(cs) == 0 || len(feasible) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preScoreState{constraints: cs, counts: make([]map[string]int, len(cs)), weights: make([]float64, len(cs)),
+	s := &preScoreState{constraints: cs, tables: make([]*domainTable, len(cs)), weights: make([]float64, len(cs)),
 		perNode: make([]bool, len(cs))}
-	filter := newNodeFilter(pod)
-	// Domains are those of feasible nodes that carry every key.
-	for i, c := range cs {
-		s.counts[i] = map[string]int{}
-		s.perNode[i] = c.topologyKey == LabelHostname
-	}
+	// Domains are those of feasible nodes that carry every key; a hostname
+	// domain is its node, so feasible nodes with every key count them.
+	withKeys := 0
 	for _, ni := range feasible {
-		if !hasAllKeys(ni.Node(), cs) {
-			continue
-		}
-		for i, c := range cs {
-			s.counts[i][ni.Node().Labels[c.topologyKey]] = 0
+		if hasAllKeys(ni.Node(), cs) {
+			withKeys++
 		}
 	}
-	for i := range cs {
-		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
-	}
-	allPerNode := true
-	for _, p := range s.perNode {
-		allPerNode = allPerNode && p
-	}
-	if allPerNode {
-		// Per-node counts are taken in Score; no cluster-wide pass needed.
-		state.Write(preScoreStateKey, s)
-		return nil
-	}
-	// Count over every node of the cluster in those domains, not only the
-	// feasible ones: a full node still holds its pods.
-	for _, ni := range pl.nodesForScoring(state, feasible) {
-		node := ni.Node()
-		if node == nil || !hasAllKeys(node, cs) {
-			continue
+	filter := newNodeFilter(pod)
+	all := pl.nodesForScoring(feasible)
+	for i, c := range cs {
+		s.perNode[i] = c.topologyKey == LabelHostname
+		domains := withKeys
+		if !s.perNode[i] {
+			domains = countDomains(feasible, cs, c.topologyKey)
+			// Count over every node of the cluster in those domains, not only
+			// the feasible ones: a full node still holds its pods.
+			s.tables[i] = pl.counters.table(all, c, cs, pod, filter)
 		}
-		for i, c := range cs {
-			if s.perNode[i] || !filter.includes(c, node) {
-				continue
-			}
-			domain := node.Labels[c.topologyKey]
-			if _, ok := s.counts[i][domain]; ok {
-				s.counts[i][domain] += countMatching(ni.Pods, pod.Namespace, c.selector)
-			}
-		}
+		s.weights[i] = math.Log(float64(domains + 2))
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
 }
 
-// nodesForScoring is every node of the snapshot the cycle sees, through the
-// nodes list PreFilter was given; without it, the feasible nodes.
-func (pl *PodTopologySpread) nodesForScoring(_ *framework.CycleState, feasible []*framework.NodeInfo) []*framework.NodeInfo {
+// countDomains counts the distinct values of key over the nodes that carry
+// every key of cs.
+func countDomains(nodes []*framework.NodeInfo, cs []constraint, key string) int {
+	seen := map[string]struct{}{}
+	for _, ni := range nodes {
+		if hasAllKeys(ni.Node(), cs) {
+			seen[ni.Node().Labels[key]] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+// nodesForScoring is every node of the snapshot the cycle sees; without
+// one, the feasible nodes.
+func (pl *PodTopologySpread) nodesForScoring(feasible []*framework.NodeInfo) []*framework.NodeInfo {
 	if pl.handle != nil && pl.handle.Snapshot() != nil && pl.handle.Snapshot().NumNodes() > 0 {
 		return pl.handle.Snapshot().List()
 	}
@@ -113,7 +105,7 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 		if s.perNode[i] {
 			n = countMatching(ni.Pods, pod.Namespace, c.selector)
 		} else {
-			n = s.counts[i][node.Labels[c.topologyKey]]
+			n = s.tables[i].countOf(node.Labels[c.topologyKey])
 		}
 		// maxSkew-1 softens the preference for constraints that tolerate skew.
 		score += float64(n+int(c.maxSkew)-1) * s.weights[i]
