@@ -64,6 +64,13 @@ type Config struct {
 	// Scheduler starts the scheduler once the nodes are registered (see
 	// StartScheduler).
 	Scheduler bool
+	// Controllers starts the node lifecycle, pod GC, pet and ReplicaSet
+	// controllers once the nodes and the scheduler are up (see
+	// StartController).
+	Controllers bool
+	// WrapTransport, if set, wraps the HTTP transport of every controller's
+	// client, e.g. to record its API calls.
+	WrapTransport TransportWrapper
 
 	_ struct{}
 }
@@ -162,6 +169,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.startSchedulerIfEnabled(); err != nil {
 		return errors.Join(err, c.Close())
 	}
+	if err := c.startControllersIfEnabled(); err != nil {
+		return errors.Join(err, c.Close())
+	}
 	// Planted bugs switch on only now, so that the cluster itself starts
 	// correctly and every misbehaviour happens under the workload.
 	c.mu.Lock()
@@ -256,6 +266,7 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	members := c.members
 	c.mu.Unlock()
+	c.stopControllersOnClose()
 	c.stopSchedulerOnClose()
 	c.stopKubelets()
 	var errs []error

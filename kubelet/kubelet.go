@@ -74,6 +74,16 @@ type Config struct {
 	OrphanGrace time.Duration
 	// RequestTimeout bounds each API request in wall time (default 10 s).
 	RequestTimeout time.Duration
+	// EvictionHard and EvictionSoft are memory thresholds in bytes: when
+	// the containers together use more, one pod is evicted per
+	// EvictionEvery (default 10 s of clock time), ranked by
+	// RankForEviction; hard eviction kills at once, soft eviction with
+	// EvictionMaxPodGracePeriod seconds (GP-7). Zero disables a threshold;
+	// eviction needs a Runtime that is a MemoryReporter.
+	EvictionHard              int64
+	EvictionSoft              int64
+	EvictionMaxPodGracePeriod int64
+	EvictionEvery             time.Duration
 
 	_ struct{}
 }
@@ -87,8 +97,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: NodeName is required", ErrInvalidConfig)
 	case c.Runtime == nil:
 		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
-	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0:
+	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
+	case c.EvictionHard < 0 || c.EvictionSoft < 0 || c.EvictionMaxPodGracePeriod < 0:
+		return fmt.Errorf("%w: eviction thresholds and EvictionMaxPodGracePeriod must not be negative", ErrInvalidConfig)
 	case c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew >= c.LeaseDuration:
 		return fmt.Errorf("%w: LeaseRenew %s must be shorter than LeaseDuration %s", ErrInvalidConfig, c.LeaseRenew, c.LeaseDuration)
 	}
@@ -119,6 +131,7 @@ func (c *Config) setDefaults() {
 	def(&c.NodeStatusEvery, DefaultNodeStatusEvery)
 	def(&c.OrphanGrace, DefaultOrphanGrace)
 	def(&c.RequestTimeout, DefaultRequestTimeout)
+	def(&c.EvictionEvery, DefaultEvictionEvery)
 }
 
 // Kubelet is one node agent. Run it once; stop it by cancelling Run's
@@ -173,6 +186,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	k.goFunc(func() { k.runNode(ctx) })
 	k.goFunc(func() { k.runLease(ctx) })
+	k.goFunc(func() { k.runEviction(ctx) })
 
 	factory := informers.NewSharedInformerFactoryWithOptions(k.cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

@@ -69,7 +69,7 @@ func probeThreshold(n int32, def int) int {
 func (w *podWorker) runProbes(ctx context.Context, now time.Time) time.Time {
 	var next time.Time
 	for _, s := range w.ctrs {
-		if s.init || s.cur == nil || s.cur.exited() || s.killing || !s.probes.configured {
+		if s.init || s.cur == nil || s.cur.exited() || s.killing() || !s.probes.configured {
 			continue
 		}
 		for kind, p := range containerProbes(s.spec) {
@@ -95,7 +95,7 @@ func (w *podWorker) runProbes(ctx context.Context, now time.Time) time.Time {
 			w.probeResult(ctx, s, kind, p, res)
 			due = now.Add(probePeriod(p))
 			s.probes.next[kind] = due
-			if s.killing {
+			if s.killing() {
 				break
 			}
 			if next.IsZero() || due.Before(next) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // ScriptAnnotationPrefix starts the pod annotation that scripts one container
@@ -37,6 +38,7 @@ const ScriptCommand = "podsafe-script"
 //	liveness-fail-at=20s   the liveness probe fails from 20 s after start
 //	ready-after=2s         the readiness probe succeeds from 2 s after start
 //	unready-at=30s         the readiness probe fails from 30 s after start
+//	mem=200Mi              the memory the container uses while running
 //
 // Probes are consulted only for probes the container spec declares (their
 // handler is ignored); a probe the script says nothing about succeeds.
@@ -53,6 +55,7 @@ type Script struct {
 	LivenessFail  time.Duration // 0: never
 	ReadyAfter    time.Duration
 	UnreadyAt     time.Duration // 0: never
+	Memory        int64         // bytes in use while running
 }
 
 // ContainerScript returns the script of container c in a pod with the given
@@ -122,6 +125,12 @@ func ParseScript(src string) (Script, error) {
 			s.ReadyAfter, err = dur()
 		case key == "unready-at" && hasVal:
 			s.UnreadyAt, err = dur()
+		case key == "mem" && hasVal:
+			q, perr := resource.ParseQuantity(val)
+			if perr != nil || q.Sign() < 0 {
+				err = fmt.Errorf("%w: %q wants a memory quantity such as 200Mi", ErrInvalidScript, w)
+			}
+			s.Memory = q.Value()
 		default:
 			err = fmt.Errorf("%w: unknown word %q (see kubelet.Script for the language)", ErrInvalidScript, w)
 		}

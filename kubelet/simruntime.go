@@ -28,7 +28,10 @@ type SimRuntime struct {
 	once   sync.Once
 }
 
-var _ Runtime = (*SimRuntime)(nil)
+var (
+	_ Runtime        = (*SimRuntime)(nil)
+	_ MemoryReporter = (*SimRuntime)(nil)
+)
 
 // NewSimRuntime returns a simulated runtime for node. A nil clock is the real
 // clock; a nil ledger discards entries.
@@ -289,6 +292,26 @@ func (r *SimRuntime) List(ctx context.Context) ([]ContainerStatus, error) {
 		c.mu.Lock()
 		out = append(out, c.status)
 		c.mu.Unlock()
+	}
+	return out, nil
+}
+
+// MemoryUsage implements MemoryReporter from the running containers'
+// scripts (mem=).
+func (r *SimRuntime) MemoryUsage(ctx context.Context) ([]ContainerMemory, error) {
+	list, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ContainerMemory
+	for _, st := range list {
+		c := r.cs[st.ID]
+		if !st.Running || c == nil {
+			continue
+		}
+		out = append(out, ContainerMemory{UID: st.UID, Container: st.Container, Bytes: c.script.Memory})
 	}
 	return out, nil
 }

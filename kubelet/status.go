@@ -50,7 +50,7 @@ func containerStatus(name string, s *ctrState) corev1.ContainerStatus {
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(s.cur.start)}}
 		cs.ContainerID = "sim://" + string(s.cur.id)
 		cs.Started = ptr.To(s.probes.started)
-		cs.Ready = s.probes.started && s.probes.ready && !s.killing
+		cs.Ready = s.probes.started && s.probes.ready && !s.killing()
 	case s.last == nil || s.waitMsg != "":
 		reason := "ContainerCreating"
 		if s.init {
@@ -130,6 +130,11 @@ func (w *podWorker) buildStatus(now time.Time, final bool) corev1.PodStatus {
 		}
 	}
 	st := corev1.PodStatus{Phase: phase, StartTime: ptr.To(metav1.NewTime(w.startTime))}
+	if w.evictGrace != nil && w.term != nil && w.term.finished() && phase != corev1.PodSucceeded {
+		// PR-14: every container of the evicted pod is dead.
+		st.Phase = corev1.PodFailed
+		st.Reason, st.Message = ReasonEvicted, "The node was low on resource: memory."
+	}
 	initialized, ready := true, true
 	for _, c := range pod.Spec.InitContainers {
 		s := w.ctrs[c.Name]

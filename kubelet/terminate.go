@@ -4,34 +4,61 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
-// termination is a pod's termination under way: its grace period, which may
-// only shrink (PS-3), and the killers of its containers.
-type termination struct {
+// graceCap is the grace period one kill works to, which may only shrink
+// (PS-3, GP-5). Safe for concurrent use.
+type graceCap struct {
 	mu      sync.Mutex
 	grace   int64
 	changed chan struct{} // closed and replaced when grace shrinks
-	done    chan struct{} // closed once every killer returned
-	wg      sync.WaitGroup
 }
 
-func (t *termination) current() (int64, <-chan struct{}) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.grace, t.changed
+func newGraceCap(grace int64) *graceCap {
+	return &graceCap{grace: grace, changed: make(chan struct{})}
+}
+
+func (g *graceCap) current() (int64, <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.grace, g.changed
 }
 
 // shorten lowers the grace period; a longer one is ignored.
-func (t *termination) shorten(grace int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if grace >= t.grace {
+func (g *graceCap) shorten(grace int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if grace >= g.grace {
 		return false
 	}
-	t.grace = grace
-	close(t.changed)
-	t.changed = make(chan struct{})
+	g.grace = grace
+	close(g.changed)
+	g.changed = make(chan struct{})
+	return true
+}
+
+// termination is a pod's termination under way: its grace period, which may
+// only shrink (PS-3), and the kills of its containers, each working to its
+// own cap. A container already being killed for a probe when the pod is
+// deleted keeps that one kill; the pod's grace only caps it (GP-5).
+type termination struct {
+	*graceCap
+	caps []*graceCap   // one per container kill, shortened with the pod's
+	done chan struct{} // closed once every container kill ended
+	wg   sync.WaitGroup
+}
+
+// shorten lowers the grace period of the termination and of every container
+// kill in it; a longer one is ignored.
+func (t *termination) shorten(grace int64) bool {
+	if !t.graceCap.shorten(grace) {
+		return false
+	}
+	for _, c := range t.caps {
+		c.shorten(grace)
+	}
 	return true
 }
 
@@ -61,7 +88,12 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 	case deleted:
 		grace = w.k.orphanGrace()
 	default:
-		grace, _ = EffectiveGracePeriod(grace, w.pod, nil)
+		var override *int64
+		if w.evictGrace != nil {
+			// GP-4/GP-7: hard eviction's 0 is the 1 s floor of GP-5.
+			override = ptr.To(max(*w.evictGrace, 1))
+		}
+		grace, _ = EffectiveGracePeriod(grace, w.pod, override)
 	}
 	if w.term != nil {
 		if w.term.shorten(grace) {
@@ -69,11 +101,30 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 		}
 		return
 	}
-	t := &termination{grace: grace, changed: make(chan struct{}), done: make(chan struct{})}
+	t := &termination{graceCap: newGraceCap(grace), done: make(chan struct{})}
 	w.term = t
 	w.k.log.Info("terminating pod", "pod", w.namespace+"/"+w.name, "grace", grace, "force_deleted", deleted)
 	start := w.k.clock.Now()
 	for _, s := range w.running() {
+		in := s.cur
+		if in.kill != nil {
+			// One kill per container: the probe's kill goes on, and the
+			// pod's grace applies only if it is smaller (GP-5).
+			if in.kill.shorten(grace) {
+				w.k.log.Info("container kill shortened", "pod", w.namespace+"/"+w.name,
+					"container", s.spec.Name, "grace", grace)
+			}
+			t.caps = append(t.caps, in.kill)
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				select {
+				case <-ctx.Done():
+				case <-in.done:
+				}
+			}()
+			continue
+		}
 		hasPreStop := false
 		if !deleted && w.pod != nil && s.spec != nil {
 			if sc, err := ContainerScript(w.pod.Annotations, s.spec); err == nil {
@@ -81,11 +132,12 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 			}
 		}
 		tl := NewKillTimeline(start, grace, hasPreStop)
-		in := s.cur
+		in.kill = newGraceCap(grace)
+		t.caps = append(t.caps, in.kill)
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
-			w.k.killContainer(ctx, in, tl, t)
+			w.k.killContainer(ctx, in, tl, in.kill)
 		}()
 	}
 	go func() {
@@ -97,10 +149,9 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 // killForProbe kills one container whose startup or liveness probe failed,
 // with the probe's grace period (GP-1); restartPolicy then decides.
 func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillReason) {
-	if s.killing || s.cur == nil {
+	if s.cur == nil || s.killing() {
 		return
 	}
-	s.killing = true
 	grace := ContainerGracePeriod(w.pod, s.spec, reason)
 	hasPreStop := false
 	if sc, err := ContainerScript(w.pod.Annotations, s.spec); err == nil {
@@ -110,23 +161,21 @@ func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillRe
 		"reason", string(reason), "grace", grace)
 	tl := NewKillTimeline(w.k.clock.Now(), max(grace, 1), hasPreStop && grace > 0)
 	in := s.cur
-	go w.k.killContainer(ctx, in, tl, nil)
+	in.kill = newGraceCap(tl.Grace)
+	go w.k.killContainer(ctx, in, tl, in.kill)
 }
 
 // killContainer carries out one container's KillTimeline: preStop (bounded
 // by the grace deadline, extended once), TERM, then KILL when due, applying
-// shorter grace periods from t as they arrive. It returns once the container
+// shorter grace periods from g as they arrive. It returns once the container
 // exited, or when ctx ends (the kubelet stopped: the container keeps
 // running and the next kubelet starts over, PS-5).
-func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimeline, t *termination) {
+func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimeline, g *graceCap) {
 	var changed <-chan struct{}
 	refresh := func() {
-		if t == nil {
-			return
-		}
-		var g int64
-		g, changed = t.current()
-		tl.Shorten(g)
+		var grace int64
+		grace, changed = g.current()
+		tl.Shorten(grace)
 	}
 	refresh()
 	if tl.RunPreStop {

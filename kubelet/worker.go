@@ -24,6 +24,8 @@ type podWorker struct {
 	latest  *corev1.Pod
 	deleted bool
 	notify  chan struct{}
+	// evictReq is the eviction grace asked for, once the pod is evicted.
+	evictReq *int64
 
 	pod        *corev1.Pod
 	ctrs       map[string]*ctrState
@@ -33,15 +35,19 @@ type podWorker struct {
 	startTime  time.Time
 	phase      corev1.PodPhase // the furthest phase reported or seen
 	conditions map[corev1.PodConditionType]corev1.PodCondition
+	evictGrace *int64 // the worker's copy of evictReq
 }
 
 // instance is one started container; done closes when it exited, after
-// final is set.
+// final is set. kill, set and read by the worker's goroutine only, is the
+// grace cap of the one kill under way, if any: a container is never killed
+// twice at once.
 type instance struct {
 	id    ContainerID
 	start time.Time
 	done  chan struct{}
 	final ContainerStatus
+	kill  *graceCap
 }
 
 func (in *instance) exited() bool {
@@ -64,8 +70,10 @@ type ctrState struct {
 	notAfter time.Time // back-off: no restart before
 	waitMsg  string    // why the container is waiting
 	probes   probeState
-	killing  bool // a probe-caused kill is under way
 }
+
+// killing reports whether the running instance is being killed.
+func (s *ctrState) killing() bool { return s.cur != nil && s.cur.kill != nil }
 
 func newPodWorker(k *Kubelet, uid types.UID, ns, name string, adopted []ContainerStatus) *podWorker {
 	w := &podWorker{k: k, uid: uid, namespace: ns, name: name,
@@ -151,6 +159,7 @@ func (w *podWorker) run(ctx context.Context) {
 			w.pod = w.latest
 		}
 		deleted := w.deleted
+		w.evictGrace = w.evictReq
 		w.mu.Unlock()
 
 		next, finished := w.sync(ctx, deleted)
@@ -202,8 +211,14 @@ func (w *podWorker) sync(ctx context.Context, deleted bool) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	terminating := deleted || (w.pod != nil && w.pod.DeletionTimestamp != nil)
-	if terminating {
+	if terminating || (w.evictGrace != nil && w.pod != nil) {
 		w.terminate(ctx, deleted)
+		if w.term.finished() && !terminating {
+			// Evicted: the pod stays, Failed, until someone deletes it
+			// (LC-14); that deletion finds nothing left to kill.
+			w.postStatus(now, false)
+			return time.Time{}, false
+		}
 		if w.term.finished() {
 			if deleted || w.pod == nil {
 				w.cleanup(ctx)
@@ -273,7 +288,6 @@ func (w *podWorker) collectExits(now time.Time) {
 		st := s.cur.final
 		s.last = &st
 		s.cur = nil
-		s.killing = false
 		s.probes = probeState{}
 		ran := st.FinishedAt.Sub(st.StartedAt)
 		s.notAfter = now.Add(s.backoff.Next(ran))

@@ -22,8 +22,9 @@ var _ = Describe("package imports", Label("arch"), func() {
 		"report":    {"raftstore", "apiserver", "cluster", "nemesis", "workload", "specs"},
 		"workload":  {"cluster", "nemesis", "checker", "report", "specs"},
 		// Components talk only through the API, never to each other.
-		"kubelet":   {"scheduler", "raftstore", "apiserver", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
-		"scheduler": {"kubelet", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
+		"kubelet":    {"scheduler", "raftstore", "apiserver", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
+		"controller": {"kubelet", "scheduler", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
+		"scheduler":  {"kubelet", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
 	}
 	for pkg, bad := range forbidden {
 		It(pkg+" imports none of "+strings.Join(bad, ", "), func() {

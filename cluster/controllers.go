@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/controller"
+)
+
+// ControllerHost is the network host all controllers run on, as the
+// controllers of one controller-manager process would: cutting it cuts them
+// all off the API.
+const ControllerHost = "controller-manager"
+
+// Names of the controllers StartController and StopController take.
+const (
+	ControllerNodeLifecycle = "node-lifecycle"
+	ControllerPodGC         = "podgc"
+	ControllerPet           = "pet"
+	ControllerReplicaSet    = "replicaset"
+)
+
+// ControllerNames lists every controller Config.Controllers starts.
+var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet}
+
+// ControllerIdentity maps each controller to the identity it talks to the
+// API as.
+var ControllerIdentity = map[string]string{
+	ControllerNodeLifecycle: apiserver.IdentityNodeController,
+	ControllerPodGC:         apiserver.IdentityPodGC,
+	ControllerPet:           apiserver.IdentityPetController,
+	ControllerReplicaSet:    apiserver.IdentityReplicaSetController,
+}
+
+// Errors of controller control.
+var (
+	// ErrControllerRunning: StartController found the controller running.
+	ErrControllerRunning = errors.New("controller already running")
+	// ErrControllerStopped: StopController found the controller stopped.
+	ErrControllerStopped = errors.New("controller not running")
+	// ErrUnknownController: no controller has that name.
+	ErrUnknownController = errors.New("unknown controller")
+)
+
+// controllerRun is one running controller.
+type controllerRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// controllerSet is the running controllers of one cluster.
+type controllerSet struct {
+	mu      sync.Mutex
+	running map[string]*controllerRun
+}
+
+// controllerSets holds each cluster's controllers; kept here rather than in
+// Cluster so the controllers' wiring stays in this file.
+var controllerSets sync.Map // *Cluster -> *controllerSet
+
+func (c *Cluster) controllerSet() *controllerSet {
+	v, _ := controllerSets.LoadOrStore(c, &controllerSet{running: map[string]*controllerRun{}})
+	return v.(*controllerSet)
+}
+
+// runner is what every controller offers.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// startControllersIfEnabled starts every controller when Config.Controllers
+// is set.
+func (c *Cluster) startControllersIfEnabled() error {
+	if !c.cfg.Controllers {
+		return nil
+	}
+	for _, name := range ControllerNames {
+		if err := c.StartController(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartController starts the named controller (see ControllerNames) with its
+// own identity and clientset on ControllerHost, on the cluster's clock, with
+// the controller package's defaults: those are in scaled time, so at time
+// scale S the 50 s node monitor grace period takes 50/S s of wall time. A
+// restarted controller rebuilds its state from the API.
+func (c *Cluster) StartController(name string) error {
+	identity, ok := ControllerIdentity[name]
+	if !ok {
+		return fmt.Errorf("%w: %q (known: %v)", ErrUnknownController, name, ControllerNames)
+	}
+	cs, err := c.controllerClientset(identity)
+	if err != nil {
+		return err
+	}
+	log := c.log.With("component", "controller", "controller", name)
+	var r runner
+	switch name {
+	case ControllerNodeLifecycle:
+		r, err = controller.NewNodeLifecycle(controller.NodeLifecycleConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerPodGC:
+		r, err = controller.NewPodGC(controller.PodGCConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerPet:
+		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerReplicaSet:
+		r, err = controller.NewReplicaSet(controller.ReplicaSetConfig{Client: cs, Clock: c.clock, Logger: log})
+	}
+	if err != nil {
+		return fmt.Errorf("building controller %s: %w", name, err)
+	}
+	set := c.controllerSet()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.running[name] != nil {
+		return fmt.Errorf("controller %s: %w", name, ErrControllerRunning)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &controllerRun{cancel: cancel, done: make(chan struct{})}
+	set.running[name] = run
+	go func() {
+		defer close(run.done)
+		if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("controller stopped", "controller", name, "err", err)
+		}
+	}()
+	return nil
+}
+
+// StopController stops the named controller as a crash would: whatever it
+// was doing is abandoned. It waits until the controller has stopped.
+func (c *Cluster) StopController(name string) error {
+	set := c.controllerSet()
+	set.mu.Lock()
+	run := set.running[name]
+	delete(set.running, name)
+	set.mu.Unlock()
+	if run == nil {
+		return fmt.Errorf("controller %s: %w", name, ErrControllerStopped)
+	}
+	run.cancel()
+	select {
+	case <-run.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("stopping controller %s: %w", name, context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// ControllerRunning reports whether the named controller runs.
+func (c *Cluster) ControllerRunning(name string) bool {
+	set := c.controllerSet()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return set.running[name] != nil
+}
+
+// RunningControllers lists the running controllers, sorted.
+func (c *Cluster) RunningControllers() []string {
+	set := c.controllerSet()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	var names []string
+	for n := range set.running {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// stopControllersOnClose stops every running controller.
+func (c *Cluster) stopControllersOnClose() {
+	for _, name := range c.RunningControllers() {
+		if err := c.StopController(name); err != nil && !errors.Is(err, ErrControllerStopped) {
+			c.log.Warn("stopping controller", "controller", name, "err", err)
+		}
+	}
+	controllerSets.Delete(c)
+}
+
+// controllerClientset builds identity's clientset on ControllerHost, with
+// Config.WrapTransport applied.
+func (c *Cluster) controllerClientset(identity string) (kubernetes.Interface, error) {
+	rc := c.RESTConfig(identity, ClientOptions{Host: ControllerHost})
+	if c.cfg.WrapTransport != nil {
+		if wrap := c.cfg.WrapTransport(identity); wrap != nil {
+			rc.WrapTransport = wrap
+		}
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building clientset for %s: %w", identity, err)
+	}
+	return cs, nil
+}
+
+// TransportWrapper returns, for an identity, a wrapper of its client's HTTP
+// transport (nil: none), such as history.Recorder.WrapTransport.
+type TransportWrapper func(identity string) func(http.RoundTripper) http.RoundTripper

@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestPetOrdinal(t *testing.T) {
+	for _, tc := range []struct {
+		pod  string
+		want int
+		ok   bool
+	}{
+		{"db-0", 0, true}, {"db-12", 12, true}, {"db-", 0, false}, {"db-01", 0, false},
+		{"db-x", 0, false}, {"db-+1", 0, false}, {"db-a-1", 0, false}, {"dbx-1", 0, false},
+	} {
+		got, ok := petOrdinal("db", tc.pod)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("petOrdinal(db, %s) = %d, %v; want %d, %v", tc.pod, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPlanPets: an ordinal is recreated only once no pod object of it
+// exists (PS-11); a failed pet is removed only when its node is Ready.
+func TestPlanPets(t *testing.T) {
+	set := func(n int32) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(n)}}
+	}
+	ready := func(n string) bool { return n == "up" }
+	type want struct {
+		Create []int
+		Remove []string
+	}
+	for _, tc := range []struct {
+		name string
+		set  *appsv1.StatefulSet
+		pets map[int]*corev1.Pod
+		want want
+	}{
+		{name: "creates missing ordinals", set: set(3),
+			pets: map[int]*corev1.Pod{1: makePod("db-1").obj()},
+			want: want{Create: []int{0, 2}}},
+		{name: "waits for a terminating pet", set: set(1),
+			pets: map[int]*corev1.Pod{0: makePod("db-0").node("down").terminating().obj()}},
+		{name: "waits for a failed pet on a node that is not ready", set: set(1),
+			pets: map[int]*corev1.Pod{0: makePod("db-0").node("down").phase(corev1.PodFailed).obj()}},
+		{name: "removes a failed pet on a ready node", set: set(1),
+			pets: map[int]*corev1.Pod{0: makePod("db-0").node("up").phase(corev1.PodFailed).obj()},
+			want: want{Remove: []string{"db-0"}}},
+		{name: "scales down from the highest ordinal", set: set(1),
+			pets: map[int]*corev1.Pod{
+				0: makePod("db-0").obj(), 1: makePod("db-1").obj(), 2: makePod("db-2").obj(),
+				3: makePod("db-3").terminating().obj(),
+			},
+			want: want{Remove: []string{"db-2", "db-1"}}},
+		{name: "default one replica", set: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
+			want: want{Create: []int{0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planPets(tc.set, tc.pets, ready)
+			got := want{Create: plan.create, Remove: names(plan.remove)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewPet(t *testing.T) {
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "u1"},
+		Spec: appsv1.StatefulSetSpec{ServiceName: "svc", Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+		}},
+	}
+	p := newPet(set, 2)
+	if diff := cmp.Diff(map[string]string{"app": "db", LabelPetName: "db-2", LabelPetIndex: "2"}, p.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if p.Name != "db-2" || p.Spec.Hostname != "db-2" || p.Spec.Subdomain != "svc" {
+		t.Errorf("name %s hostname %s subdomain %s", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
+	}
+	if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != "u1" || ref.Kind != "StatefulSet" {
+		t.Errorf("controller reference = %+v", ref)
+	}
+	if set.Spec.Template.Labels[LabelPetName] != "" {
+		t.Error("newPet changed the set's template")
+	}
+}
