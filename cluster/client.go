@@ -44,7 +44,7 @@ func (c *Cluster) RESTConfig(identity string, opts ClientOptions) *rest.Config {
 	}
 	d := &memberDialer{c: c, from: opts.Host}
 	d.cur.Store(int64(opts.Member))
-	return &rest.Config{
+	rc := &rest.Config{
 		Host:        "http://" + APIHost + ":" + APIPort,
 		BearerToken: c.tokens[identity],
 		UserAgent:   "podsafe/" + identity,
@@ -54,6 +54,10 @@ func (c *Cluster) RESTConfig(identity string, opts ClientOptions) *rest.Config {
 		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),
 		Timeout:     opts.Timeout,
 	}
+	if c.cfg.WrapTransport != nil {
+		rc.WrapTransport = c.cfg.WrapTransport(identity)
+	}
+	return rc
 }
 
 // Clientset returns a typed clientset for identity (see RESTConfig).

@@ -68,8 +68,9 @@ type Config struct {
 	// controllers once the nodes and the scheduler are up (see
 	// StartController).
 	Controllers bool
-	// WrapTransport, if set, wraps the HTTP transport of every controller's
-	// client, e.g. to record its API calls.
+	// WrapTransport, if set, wraps the HTTP transport of every client the
+	// cluster hands out (kubelets, scheduler, controllers, RESTConfig), e.g.
+	// to record each component's API calls with its identity.
 	WrapTransport TransportWrapper
 
 	_ struct{}

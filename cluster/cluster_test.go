@@ -3,7 +3,10 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,3 +240,46 @@ func listNames(t *testing.T, ctx context.Context, cs kubernetes.Interface) []str
 }
 
 func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// countingTransport counts the requests of one identity.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.next.RoundTrip(r)
+}
+
+// Config.WrapTransport reaches every component's client, so a recorder sees
+// the kubelets' and the scheduler's calls with their identities.
+func TestWrapTransportReachesEveryComponent(t *testing.T) {
+	var mu sync.Mutex
+	counts := map[string]*atomic.Int64{}
+	wrap := func(identity string) func(http.RoundTripper) http.RoundTripper {
+		mu.Lock()
+		defer mu.Unlock()
+		if counts[identity] == nil {
+			counts[identity] = &atomic.Int64{}
+		}
+		n := counts[identity]
+		return func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: n} }
+	}
+	startCluster(t, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1), Kubelets: true, Scheduler: true, WrapTransport: wrap})
+	seen := func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[id] != nil && counts[id].Load() > 0
+	}
+	// The scheduler starts its informers in the background: give it time.
+	deadline := time.Now().Add(20 * time.Second)
+	for _, id := range []string{apiserver.KubeletIdentity("node-0"), apiserver.IdentityScheduler} {
+		for !seen(id) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !seen(id) {
+			t.Errorf("no API call of %s went through the wrapper", id)
+		}
+	}
+}

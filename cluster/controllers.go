@@ -188,16 +188,9 @@ func (c *Cluster) stopControllersOnClose() {
 	controllerSets.Delete(c)
 }
 
-// controllerClientset builds identity's clientset on ControllerHost, with
-// Config.WrapTransport applied.
+// controllerClientset builds identity's clientset on ControllerHost.
 func (c *Cluster) controllerClientset(identity string) (kubernetes.Interface, error) {
-	rc := c.RESTConfig(identity, ClientOptions{Host: ControllerHost})
-	if c.cfg.WrapTransport != nil {
-		if wrap := c.cfg.WrapTransport(identity); wrap != nil {
-			rc.WrapTransport = wrap
-		}
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubernetes.NewForConfig(c.RESTConfig(identity, ClientOptions{Host: ControllerHost}))
 	if err != nil {
 		return nil, fmt.Errorf("building clientset for %s: %w", identity, err)
 	}
