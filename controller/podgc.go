@@ -65,7 +65,7 @@ func (c PodGCConfig) Validate() error {
 	case c.TerminatedPodThreshold < 0:
 		return fmt.Errorf("%w: pod GC: TerminatedPodThreshold must not be negative", ErrInvalidConfig)
 	case c.Period < 0:
-		return fmt.Errorf("%w: pod GC: Period must be positive", ErrInvalidConfig)
+		return fmt.Errorf("%w: pod GC: Period must not be negative", ErrInvalidConfig)
 	}
 	return nil
 }
