@@ -89,6 +89,7 @@ type Network struct {
 	pairs     map[*pair]struct{}
 	changed   chan struct{} // closed and replaced whenever rules change
 	nextPort  int
+	fenced    map[string]bool // hosts cut by FenceHost: no heal reaches them
 }
 
 // New returns a network with no hosts and no rules. It panics if opts fails
@@ -107,6 +108,7 @@ func New(opts Options) *Network {
 		pairs:     map[*pair]struct{}{},
 		changed:   make(chan struct{}),
 		nextPort:  32768,
+		fenced:    map[string]bool{},
 	}
 }
 
@@ -316,8 +318,17 @@ func (n *Network) removeListener(ln *listener) {
 }
 
 func (n *Network) addHostLocked(host string) {
-	if host != "" {
-		n.hosts[host] = struct{}{}
+	if host == "" {
+		return
+	}
+	if _, known := n.hosts[host]; known {
+		return
+	}
+	n.hosts[host] = struct{}{}
+	// A fenced host is cut from hosts that appear after its fence too.
+	for f := range n.fenced {
+		n.setCutLocked(host, f, true)
+		n.setCutLocked(f, host, true)
 	}
 }
 

@@ -155,6 +155,44 @@ func (n *Network) Isolate(host string) {
 	}, host)
 }
 
+// FenceHost cuts host from every other host, both ways, including hosts that
+// appear later, and keeps it cut: Heal, HealAll, Reset and Partition leave a
+// fenced host's links cut until UnfenceHost. This is a network fence (PS-14):
+// unlike a nemesis partition, no ordinary heal undoes it. Safe for concurrent
+// use.
+func (n *Network) FenceHost(host string) {
+	n.update("fence", func() {
+		n.addHostLocked(host)
+		n.fenced[host] = true
+		for h := range n.hosts {
+			n.setCutLocked(host, h, true)
+			n.setCutLocked(h, host, true)
+		}
+	}, host)
+}
+
+// UnfenceHost lifts host's fence: every link to and from host heals (except
+// links to other fenced hosts). Safe for concurrent use.
+func (n *Network) UnfenceHost(host string) {
+	n.update("unfence", func() {
+		if !n.fenced[host] {
+			return
+		}
+		delete(n.fenced, host)
+		for h := range n.hosts {
+			n.setCutLocked(host, h, false)
+			n.setCutLocked(h, host, false)
+		}
+	}, host)
+}
+
+// Fenced reports whether host is fenced. Safe for concurrent use.
+func (n *Network) Fenced(host string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fenced[host]
+}
+
 // Rules returns a snapshot of the active rules, sorted by From then To. Safe
 // for concurrent use.
 func (n *Network) Rules() []Rule {
@@ -197,6 +235,9 @@ func (n *Network) setCutLocked(from, to string, cut bool) {
 	}
 	n.addHostLocked(from)
 	n.addHostLocked(to)
+	if !cut && (n.fenced[from] || n.fenced[to]) {
+		return // a fence outlasts every heal
+	}
 	l := n.linkLocked(from, to)
 	if l.setCut(cut) {
 		l.since = time.Now()

@@ -332,6 +332,41 @@ func TestRuleShapes(t *testing.T) {
 			},
 		},
 		{
+			name:  "fence cuts every host",
+			apply: func(n *Network) { n.FenceHost("b") },
+			want:  []Rule{cut("a", "b"), cut("b", "a"), cut("b", "c"), cut("b", "d"), cut("c", "b"), cut("d", "b")},
+		},
+		{
+			name: "a fence outlasts heal all, reset and heal",
+			apply: func(n *Network) {
+				n.FenceHost("b")
+				n.HealAll()
+				n.Reset()
+				n.Heal("a", "b")
+				n.Partition([]string{"a", "b"}, []string{"c"})
+				n.HealAll()
+			},
+			want: []Rule{cut("a", "b"), cut("b", "a"), cut("b", "c"), cut("b", "d"), cut("c", "b"), cut("d", "b")},
+		},
+		{
+			name: "a fence cuts hosts that appear later",
+			apply: func(n *Network) {
+				n.FenceHost("d")
+				n.AddHost("e")
+				n.UnfenceHost("a") // not fenced: no effect
+			},
+			want: []Rule{cut("a", "d"), cut("b", "d"), cut("c", "d"), cut("d", "a"), cut("d", "b"), cut("d", "c"), cut("d", "e"), cut("e", "d")},
+		},
+		{
+			name: "unfence heals the host's links",
+			apply: func(n *Network) {
+				n.FenceHost("b")
+				n.FenceHost("c")
+				n.UnfenceHost("b")
+			},
+			want: []Rule{cut("a", "c"), cut("b", "c"), cut("c", "a"), cut("c", "b"), cut("c", "d"), cut("d", "c")},
+		},
+		{
 			name: "reset removes everything",
 			apply: func(n *Network) {
 				n.Partition([]string{"a"}, []string{"b", "c"})
