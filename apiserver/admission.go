@@ -203,12 +203,21 @@ func prepareCreate(res *resourceInfo, obj runtime.Object) {
 	}
 }
 
-// nameValidator returns the metadata.name rule of a resource.
+// nameValidator returns the metadata.name rule of a resource. A
+// generateName is judged by the names made from it: kube-apiserver's check
+// masks only a trailing "-", which refuses prefixes such as "pod." whose
+// generated names ("pod.x7k2q") are perfectly valid.
 func nameValidator(res *resourceInfo) apivalidation.ValidateNameFunc {
+	valid := apivalidation.NameIsDNSSubdomain
 	if res.resource == "namespaces" {
-		return apivalidation.NameIsDNSLabel
+		valid = apivalidation.NameIsDNSLabel
 	}
-	return apivalidation.NameIsDNSSubdomain
+	return func(name string, prefix bool) []string {
+		if prefix {
+			return valid(generatedName(name, generatedNameSample), false)
+		}
+		return valid(name, false)
+	}
 }
 
 // validateCreate checks a prepared object before it is created (422).

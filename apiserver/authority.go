@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,10 @@ const (
 	// RuleNodeDelete: deleting a Node declares a permanent partition and
 	// licenses pod GC to force delete its pods, so only admin does it (PS-10).
 	RuleNodeDelete = "PS-10"
+	// RuleAttach: a RWO volume's attachment is created, moved and broken
+	// only by the attach/detach controller (or admin); the fencing
+	// controller breaks one only once its node is confirmed fenced (PS-15).
+	RuleAttach = "PS-15"
 )
 
 // Verbs as Authorize sees them: the Kubernetes API verbs.
@@ -93,9 +98,10 @@ func refuse(rule, format string, args ...any) Decision {
 }
 
 var (
-	grPods   = schema.GroupResource{Resource: "pods"}
-	grNodes  = schema.GroupResource{Resource: "nodes"}
-	grLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	grPods              = schema.GroupResource{Resource: "pods"}
+	grNodes             = schema.GroupResource{Resource: "nodes"}
+	grLeases            = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	grVolumeAttachments = schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}
 )
 
 // Authorize decides whether req may proceed under the pod-safety authority
@@ -115,6 +121,50 @@ func Authorize(req Request) Decision {
 		return authorizeNode(req)
 	case grLeases:
 		return authorizeLease(req)
+	case grVolumeAttachments:
+		return authorizeAttachment(req)
+	}
+	return allow
+}
+
+// authorizeAttachment applies the RWO attachment rules of PS-15: only the
+// attach/detach controller and admin write attachments; an attachment's node
+// never changes (a volume moves by detach, then attach elsewhere); the
+// fencing controller may delete an attachment only once its node is
+// confirmed fenced. req.Node is the attachment's node for deletions.
+func authorizeAttachment(req Request) Decision {
+	id := req.Identity
+	name := req.Name
+	if name == "" && req.Object != nil {
+		if m, err := metaOf(req.Object); err == nil {
+			name = m.GetName()
+		}
+	}
+	switch req.Verb {
+	case VerbCreate, VerbUpdate, VerbPatch:
+		if id != IdentityAdmin && id != IdentityAttachDetachController {
+			return refuse(RuleAttach, "%s may not %s volume attachment %s; only the attach/detach controller and admin attach volumes", id, req.Verb, name)
+		}
+		oldVA, _ := req.Old.(*storagev1.VolumeAttachment)
+		newVA, _ := req.Object.(*storagev1.VolumeAttachment)
+		if oldVA != nil && newVA != nil && oldVA.Spec.NodeName != newVA.Spec.NodeName {
+			return refuse(RuleAttach, "volume attachment %s: spec.nodeName may not change from %s to %s; detach, then attach to the new node", name, oldVA.Spec.NodeName, newVA.Spec.NodeName)
+		}
+		return allow
+	case VerbDelete, VerbDeleteCollection:
+		switch {
+		case id == IdentityAdmin, id == IdentityAttachDetachController:
+			return allow
+		case id == IdentityFencingController && nodeFenced(req.Node):
+			return allow
+		case id == IdentityFencingController:
+			node := ""
+			if va, ok := req.Old.(*storagev1.VolumeAttachment); ok {
+				node = va.Spec.NodeName
+			}
+			return refuse(RuleAttach, "the fencing controller breaks attachment %s only after node %s carries condition %s=True", name, node, FencedCondition)
+		}
+		return refuse(RuleAttach, "%s may not delete volume attachment %s; only the attach/detach controller, admin and (for fenced nodes) the fencing controller detach volumes", id, name)
 	}
 	return allow
 }

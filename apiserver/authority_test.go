@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -49,6 +51,20 @@ func TestAuthorize(t *testing.T) {
 	}
 	leaseWrite := func(id, ns, name string) Request {
 		return Request{Identity: id, Verb: VerbUpdate, Resource: grLeases, Namespace: ns, Name: name}
+	}
+	va := func(node string) *storagev1.VolumeAttachment {
+		return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "default.data-web-0"},
+			Spec: storagev1.VolumeAttachmentSpec{NodeName: node, Attacher: "podsafe.io/storage"}}
+	}
+	vaWrite := func(id, verb string, old, upd *storagev1.VolumeAttachment, node *corev1.Node) Request {
+		r := Request{Identity: id, Verb: verb, Resource: grVolumeAttachments, Name: "default.data-web-0", Node: node}
+		if old != nil {
+			r.Old = old
+		}
+		if upd != nil {
+			r.Object = upd
+		}
+		return r
 	}
 	kubelet1, kubelet2 := KubeletIdentity("node-1"), KubeletIdentity("node-2")
 	allowed := Decision{Allowed: true}
@@ -133,6 +149,21 @@ func TestAuthorize(t *testing.T) {
 		{"PS-13 node controller may not write a node lease", leaseWrite(IdentityNodeController, KubeLeaseNamespace, "node-1"), refusedBy(RuleHeartbeat)},
 		{"PS-13 admin writes a node lease", leaseWrite(IdentityAdmin, KubeLeaseNamespace, "node-1"), allowed},
 		{"leases elsewhere are anyone's", leaseWrite(IdentityScheduler, "kube-system", "scheduler"), allowed},
+
+		// PS-15: RWO volume attachments.
+		{"PS-15 attach/detach controller attaches", vaWrite(IdentityAttachDetachController, VerbCreate, nil, va("node-1"), nil), allowed},
+		{"PS-15 admin attaches", vaWrite(IdentityAdmin, VerbCreate, nil, va("node-1"), nil), allowed},
+		{"PS-15 kubelet may not attach", vaWrite(kubelet1, VerbCreate, nil, va("node-1"), nil), refusedBy(RuleAttach)},
+		{"PS-15 pet controller may not attach", vaWrite(IdentityPetController, VerbCreate, nil, va("node-1"), nil), refusedBy(RuleAttach)},
+		{"PS-15 attach/detach controller marks attached", vaWrite(IdentityAttachDetachController, VerbUpdate, va("node-1"), va("node-1"), nil), allowed},
+		{"PS-15 an attachment never moves", vaWrite(IdentityAttachDetachController, VerbUpdate, va("node-1"), va("node-2"), nil), refusedBy(RuleAttach)},
+		{"PS-15 admin cannot move an attachment either", vaWrite(IdentityAdmin, VerbPatch, va("node-1"), va("node-2"), nil), refusedBy(RuleAttach)},
+		{"PS-15 attach/detach controller detaches", vaWrite(IdentityAttachDetachController, VerbDelete, va("node-1"), nil, readyNode), allowed},
+		{"PS-15 fencing controller breaks the attachment of a fenced node", vaWrite(IdentityFencingController, VerbDelete, va("node-1"), nil, fencedNode), allowed},
+		{"PS-15 fencing controller may not break it before the fence", vaWrite(IdentityFencingController, VerbDelete, va("node-1"), nil, unfencedNode), refusedBy(RuleAttach)},
+		{"PS-15 fencing controller may not break it on a lost node", vaWrite(IdentityFencingController, VerbDelete, va("node-1"), nil, lostNode), refusedBy(RuleAttach)},
+		{"PS-15 kubelet may not detach", vaWrite(kubelet2, VerbDelete, va("node-1"), nil, readyNode), refusedBy(RuleAttach)},
+		{"PS-15 node controller may not detach", vaWrite(IdentityNodeController, VerbDelete, va("node-1"), nil, lostNode), refusedBy(RuleAttach)},
 
 		// Everything else.
 		{"reads are anyone's", Request{Identity: IdentityWorkload, Verb: VerbList, Resource: grNodes}, allowed},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -261,8 +262,14 @@ func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if err := checkDeletePreconditions(ri.res.gr, ri.name, m, opts); err != nil {
 			return nil, err
 		}
-		if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr,
-			Namespace: ri.namespace, Name: ri.name, Old: cur}); err != nil {
+		req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr,
+			Namespace: ri.namespace, Name: ri.name, Old: cur}
+		if va, ok := cur.(*storagev1.VolumeAttachment); ok {
+			if req.Node, err = s.nodeNamed(ctx, va.Spec.NodeName); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.authorize(req); err != nil {
 			return nil, err
 		}
 		deleted, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})

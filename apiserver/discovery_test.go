@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
@@ -45,7 +48,7 @@ func TestDiscovery(t *testing.T) {
 	for _, want := range []string{"v1 pods", "v1 pods/status", "v1 pods/binding", "v1 pods/eviction", "v1 nodes", "v1 nodes/status",
 		"v1 events", "coordination.k8s.io/v1 leases", "scheduling.k8s.io/v1 priorityclasses", "policy/v1 poddisruptionbudgets",
 		"policy/v1 poddisruptionbudgets/status", "apps/v1 statefulsets/scale", "apps/v1 replicasets/status",
-		"storage.k8s.io/v1 volumeattachments/status"} {
+		"storage.k8s.io/v1 volumeattachments/status", "v1 services", "v1 services/status"} {
 		if !served[want] {
 			t.Errorf("discovery lacks %s", want)
 		}
@@ -55,7 +58,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDiscoveryRESTMapper(gr), dc, func(string) {})
-	for short, want := range map[string]string{"po": "pods", "pdb": "poddisruptionbudgets.policy", "sts": "statefulsets.apps"} {
+	for short, want := range map[string]string{"po": "pods", "pdb": "poddisruptionbudgets.policy", "sts": "statefulsets.apps", "svc": "services"} {
 		gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: short})
 		if err != nil || gvr.GroupResource().String() != want {
 			t.Errorf("mapping %q = %v, %v; want %s", short, gvr, err, want)
@@ -132,5 +135,39 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServices: Services are served like every resource, their status is
+// the status subresource's, and they select by spec.type and
+// spec.clusterIP as kube-apiserver's do.
+func TestServices(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cs := e.client(IdentityWorkload)
+	for _, svc := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec:   corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "web"}},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "edge"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "edge"}}},
+	} {
+		created, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(created.Status.LoadBalancer.Ingress) != 0 {
+			t.Errorf("%s: status kept on create: %+v", svc.Name, created.Status)
+		}
+	}
+	list, err := cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{FieldSelector: "spec.type=NodePort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "edge" {
+		t.Errorf("spec.type=NodePort listed %+v, want edge only", list.Items)
+	}
+	if _, err := cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{FieldSelector: "spec.selector=x"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("an unknown field selector: err %v, want BadRequest", err)
 	}
 }

@@ -25,15 +25,36 @@ const generateNameAttempts = 8
 // (no words) and no look-alike digits.
 const nameSuffixChars = "bcdfghjklmnpqrstvwxz2456789"
 
-// generateName returns prefix followed by five random characters.
+// Generated names are generateName, cut to maxGeneratedPrefix, followed by
+// generatedSuffixLength random characters, as Kubernetes makes them: at most
+// 63 characters, a valid DNS label or subdomain whenever the prefix with any
+// suffix is one (see nameValidator).
+const (
+	generatedSuffixLength = 5
+	maxGeneratedPrefix    = 63 - generatedSuffixLength
+)
+
+// generatedNameSample is a suffix that stands for every generated one: any
+// character of nameSuffixChars is valid wherever another is.
+const generatedNameSample = "xxxxx"
+
+// generatedName is the name generateName prefix gives with suffix.
+func generatedName(prefix, suffix string) string {
+	if len(prefix) > maxGeneratedPrefix {
+		prefix = prefix[:maxGeneratedPrefix]
+	}
+	return prefix + suffix
+}
+
+// generateName returns a name made of prefix and random characters.
 func (s *Server) generateName(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := []byte(prefix)
-	for range 5 {
-		b = append(b, nameSuffixChars[s.rnd.IntN(len(nameSuffixChars))])
+	b := make([]byte, generatedSuffixLength)
+	for i := range b {
+		b[i] = nameSuffixChars[s.rnd.IntN(len(nameSuffixChars))]
 	}
-	return string(b)
+	return generatedName(prefix, string(b))
 }
 
 // rejectDryRun refuses dryRun requests, which the server does not simulate.
@@ -254,15 +275,21 @@ func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string
 // podNode returns the stored Node a pod is bound to, or nil when the pod is
 // unbound or the node does not exist.
 func (s *Server) podNode(ctx context.Context, pod *corev1.Pod) (*corev1.Node, error) {
-	if pod.Spec.NodeName == "" {
+	return s.nodeNamed(ctx, pod.Spec.NodeName)
+}
+
+// nodeNamed returns the stored Node called name, or nil when name is empty
+// or no such Node exists.
+func (s *Server) nodeNamed(ctx context.Context, name string) (*corev1.Node, error) {
+	if name == "" {
 		return nil, nil
 	}
-	stored, err := s.store.Get(ctx, raftstore.Key{Resource: "nodes", Name: pod.Spec.NodeName})
+	stored, err := s.store.Get(ctx, raftstore.Key{Resource: "nodes", Name: name})
 	if errors.Is(err, raftstore.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, storeError(err, grNodes, pod.Spec.NodeName)
+		return nil, storeError(err, grNodes, name)
 	}
 	res, _ := s.reg.lookup("", "v1", "nodes")
 	obj, err := res.decodeStored(stored.Data)

@@ -29,6 +29,13 @@ const (
 	// IdentityFencingController fences partitioned nodes and may force delete
 	// the pods of a node whose fence is confirmed (PS-14).
 	IdentityFencingController = "fencing-controller"
+	// IdentityAttachDetachController attaches RWO volumes to the nodes of
+	// the pods that use them and detaches them once those pods are gone
+	// (PS-15).
+	IdentityAttachDetachController = "attachdetach-controller"
+	// IdentityDisruptionController keeps the status of PodDisruptionBudgets
+	// (PR-7).
+	IdentityDisruptionController = "disruption-controller"
 	// IdentityWorkload is an ordinary user creating and deleting workloads.
 	IdentityWorkload = "workload"
 
@@ -66,7 +73,7 @@ func KnownIdentity(identity string) bool {
 	switch identity {
 	case IdentityAdmin, IdentityScheduler, IdentityNodeController, IdentityPodGC,
 		IdentityPetController, IdentityReplicaSetController, IdentityFencingController,
-		IdentityWorkload:
+		IdentityWorkload, IdentityAttachDetachController, IdentityDisruptionController:
 		return true
 	}
 	_, ok := KubeletNode(identity)

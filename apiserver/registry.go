@@ -56,6 +56,9 @@ var resourceTable = []resourceSpec{
 		fields: coreEventFields, fieldNames: []string{"involvedObject.kind", "involvedObject.namespace",
 			"involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
 			"involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}},
+	{group: "", version: "v1", resource: "services", kind: "Service", namespaced: true, shortNames: []string{"svc"},
+		subresources: []string{subStatus}, resetStatusOnCreate: true,
+		fields: serviceFields, fieldNames: []string{"spec.clusterIP", "spec.type"}},
 	{group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true},
 	{group: "scheduling.k8s.io", version: "v1", resource: "priorityclasses", kind: "PriorityClass", shortNames: []string{"pc"}},
 	{group: "policy", version: "v1", resource: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true,
@@ -222,6 +225,14 @@ func namespaceFields(obj runtime.Object) fields.Set {
 		return fields.Set{}
 	}
 	return fields.Set{"status.phase": string(n.Status.Phase)}
+}
+
+func serviceFields(obj runtime.Object) fields.Set {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return fields.Set{}
+	}
+	return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
 }
 
 func replicaSetFields(obj runtime.Object) fields.Set {

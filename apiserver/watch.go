@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podsafe/podsafe/raftstore"
@@ -142,7 +146,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		if !f.inScope(o.Key) {
 			continue
 		}
-		selected, err := f.selected(o.Data)
+		selected, err := f.selected(o)
 		if err != nil {
 			s.log.Warn("watch: undecodable stored object", "key", o.Key.String(), "err", err)
 			continue
@@ -222,16 +226,17 @@ func (f *watchFilter) inScope(key raftstore.Key) bool {
 	return (f.namespace == "" || key.Namespace == f.namespace) && (f.name == "" || key.Name == f.name)
 }
 
-// selected reports whether the encoded object matches the selectors.
-func (f *watchFilter) selected(data []byte) (bool, error) {
+// selected reports whether the stored object o matches the selectors. The
+// object is decoded once for all watchers (see sharedSelections).
+func (f *watchFilter) selected(o raftstore.Object) (bool, error) {
 	if f.sel.empty() {
 		return true, nil
 	}
-	obj, err := f.res.decodeStored(data)
+	a, err := sharedSelections.attrs(f.res, o)
 	if err != nil {
 		return false, err
 	}
-	return f.sel.matches(obj), nil
+	return f.sel.matchesAttrs(a), nil
 }
 
 // translate returns the type to send ev as, or send=false to skip it.
@@ -244,7 +249,7 @@ func (f *watchFilter) translate(ev raftstore.Event) (typ watch.EventType, send b
 	if f.known == nil {
 		return typ, true, nil
 	}
-	now, err := f.selected(ev.Object.Data)
+	now, err := f.selected(ev.Object)
 	if err != nil {
 		return "", false, err
 	}
@@ -317,4 +322,139 @@ func (ww *watchWriter) bookmark(rv uint64, end bool) error {
 		return err
 	}
 	return ww.send(watch.Bookmark, data)
+}
+
+// objectAttrs is what selectors look at in one stored object: its labels
+// and its field set. It is never modified once built.
+type objectAttrs struct {
+	labels labels.Set
+	fields fields.Set
+	noMeta bool
+}
+
+// matchesAttrs is matches for an object's precomputed attributes.
+func (sel *selector) matchesAttrs(a *objectAttrs) bool {
+	if sel.empty() {
+		return true
+	}
+	if a.noMeta || !sel.labels.Matches(a.labels) {
+		return false
+	}
+	return sel.fields.Empty() || sel.fields.Matches(a.fields)
+}
+
+// sharedSelections is the attribute cache every filtered watch of the
+// process reads through. It lives beside the servers rather than in one, so
+// the members of an in-process cluster decode each event once between them.
+var sharedSelections = newAttrCache(attrCacheShards, attrCacheShardSize)
+
+// Sizes of sharedSelections: it remembers the attributes of the last
+// attrCacheShards × attrCacheShardSize object states (less than the store's
+// default watch window, whose event bytes it mostly shares), far more than
+// a live watcher lags behind; a watcher further behind decodes for itself.
+const (
+	attrCacheShards    = 16
+	attrCacheShardSize = 512
+)
+
+// attrCache shares the selector attributes of each committed object state
+// among all filtered watchers, so that an event is decoded once however many
+// watchers filter it: with 200 kubelets each watching the pods of its own
+// node (fieldSelector spec.nodeName), every pod event used to be decoded 200
+// times. An object state is named by the kind it is decoded as, its key and
+// its resourceVersion (one raft entry may change several keys) and checked
+// by its bytes, so an entry from another store of the process with the same
+// name is never used (the members of an in-process cluster, whose bytes are
+// equal, do share): watchers see exactly what decoding the event themselves
+// would give. Each shard forgets its oldest entry when full. Safe for
+// concurrent use.
+type attrCache struct {
+	shards []attrShard
+}
+
+type attrShard struct {
+	mu      sync.Mutex
+	entries map[attrKey]*attrEntry
+	ring    []attrKey // insertion order; next is the oldest once full
+	next    int
+}
+
+// attrKey names one object state as one API kind decodes it: the same
+// bytes may be served under several kinds.
+type attrKey struct {
+	gvk schema.GroupVersionKind
+	key raftstore.Key
+	rv  uint64
+}
+
+// attrEntry is one object state's attributes, computed once by whichever
+// watcher gets there first while the others wait for it.
+type attrEntry struct {
+	data  []byte
+	once  sync.Once
+	attrs *objectAttrs
+	err   error
+}
+
+func newAttrCache(shards, size int) *attrCache {
+	c := &attrCache{shards: make([]attrShard, shards)}
+	for i := range c.shards {
+		c.shards[i] = attrShard{entries: make(map[attrKey]*attrEntry, size), ring: make([]attrKey, 0, size)}
+	}
+	return c
+}
+
+// attrs returns the attributes of stored object o of resource res, decoding
+// it only if no watcher did before.
+func (c *attrCache) attrs(res *resourceInfo, o raftstore.Object) (*objectAttrs, error) {
+	k := attrKey{gvk: res.gvk, key: o.Key, rv: o.RV}
+	sh := &c.shards[o.RV%uint64(len(c.shards))]
+	sh.mu.Lock()
+	e := sh.entries[k]
+	if e == nil || !sameBytes(e.data, o.Data) {
+		e = &attrEntry{data: o.Data}
+		sh.put(k, e)
+	}
+	sh.mu.Unlock()
+	e.once.Do(func() { e.attrs, e.err = decodeAttrs(res, e.data) })
+	return e.attrs, e.err
+}
+
+// put adds or replaces the entry of k, forgetting the oldest when full.
+func (sh *attrShard) put(k attrKey, e *attrEntry) {
+	if _, ok := sh.entries[k]; !ok {
+		if len(sh.ring) < cap(sh.ring) {
+			sh.ring = append(sh.ring, k)
+		} else {
+			delete(sh.entries, sh.ring[sh.next])
+			sh.ring[sh.next] = k
+			sh.next = (sh.next + 1) % len(sh.ring)
+		}
+	}
+	sh.entries[k] = e
+}
+
+// sameBytes is bytes.Equal, quick when both are the same slice, as they are
+// for every watcher of one store event.
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return bytes.Equal(a, b)
+}
+
+// decodeAttrs decodes a stored object and takes its attributes.
+func decodeAttrs(res *resourceInfo, data []byte) (*objectAttrs, error) {
+	obj, err := res.decodeStored(data)
+	if err != nil {
+		return nil, err
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return &objectAttrs{noMeta: true}, nil // matches no selector, as in selector.matches
+	}
+	return &objectAttrs{labels: labels.Set(m.GetLabels()), fields: res.fieldSet(obj)}, nil
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -275,5 +276,121 @@ func TestCloseEndsWatches(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("request after Close: %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestWatchManyFilteredWatchers runs many filtered watches of the same pods
+// at once, as 200 kubelets do, so that they share each event's decoding:
+// each must still see exactly its own selection, with the transitions of
+// TestWatchSelectorTransitions.
+func TestWatchManyFilteredWatchers(t *testing.T) {
+	const nodes = 6
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	admin := e.client(IdentityAdmin)
+	rv := strconv.FormatUint(e.storeRevision(), 10)
+	var byNode []*watchStream
+	for i := range nodes {
+		byNode = append(byNode, e.openWatch(t, fmt.Sprintf("/api/v1/pods?watch=1&fieldSelector=spec.nodeName%%3Dnode-%d&resourceVersion=%s", i, rv), IdentityAdmin))
+	}
+	var byLabel []*watchStream
+	for range 3 {
+		byLabel = append(byLabel, e.openWatch(t, "/api/v1/namespaces/default/pods?watch=1&labelSelector=app%3Dx&resourceVersion="+rv, IdentityWorkload))
+	}
+	all := e.openWatch(t, "/api/v1/namespaces/default/pods?watch=1&resourceVersion="+rv, IdentityWorkload)
+
+	for i := range 2 * nodes {
+		e.seedPod(makePod(fmt.Sprintf("p%d", i)).node(fmt.Sprintf("node-%d", i%nodes)).obj())
+	}
+	label := func(name, value string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"app":%q}}}`, value)
+		if _, err := admin.CoreV1().Pods("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label("p0", "x") // p0 enters the label selection
+	label("p1", "y")
+	label("p0", "z") // and leaves it
+	if err := admin.CoreV1().Pods("default").Delete(ctx, "p1", metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, ws := range byNode {
+		want := []string{fmt.Sprintf("ADDED p%d", i), fmt.Sprintf("ADDED p%d", i+nodes)}
+		switch i {
+		case 0:
+			want = append(want, "MODIFIED p0", "MODIFIED p0")
+		case 1:
+			want = append(want, "MODIFIED p1", "DELETED p1")
+		}
+		ws.expect(want...)
+		ws.quiet()
+	}
+	for _, ws := range byLabel {
+		ws.expect("ADDED p0", "DELETED p0")
+		ws.quiet()
+	}
+	var want []string
+	for i := range 2 * nodes {
+		want = append(want, fmt.Sprintf("ADDED p%d", i))
+	}
+	all.expect(append(want, "MODIFIED p0", "MODIFIED p1", "MODIFIED p0", "DELETED p1")...)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestAttrCache checks the sharing behind filtered watches: one object state
+// is decoded once, a state with the same key and resourceVersion but other
+// bytes (another store) is decoded for itself, and forgotten entries are
+// decoded again.
+func TestAttrCache(t *testing.T) {
+	reg, err := newRegistry(resourceTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := reg.byGVR[corev1.SchemeGroupVersion.WithResource("pods")]
+	encode := func(pod *corev1.Pod) []byte {
+		data, err := res.encodeForStore(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	object := func(name, node string, rv uint64) raftstore.Object {
+		return raftstore.Object{Key: raftstore.Key{Resource: "pods", Namespace: "default", Name: name}, RV: rv,
+			Data: encode(makePod(name).node(node).label("app", name).obj())}
+	}
+	c := newAttrCache(1, 2)
+	get := func(o raftstore.Object) *objectAttrs {
+		t.Helper()
+		a, err := c.attrs(res, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := object("a", "node-1", 10)
+	first := get(a)
+	if got := first.fields["spec.nodeName"]; got != "node-1" {
+		t.Errorf("spec.nodeName = %q, want node-1", got)
+	}
+	if got := first.labels["app"]; got != "a" {
+		t.Errorf("label app = %q, want a", got)
+	}
+	copied := a
+	copied.Data = bytes.Clone(a.Data)
+	if get(copied) != first {
+		t.Errorf("the same state (equal bytes) was decoded again")
+	}
+	foreign := object("a", "node-2", 10) // same key and RV, other bytes
+	if got := get(foreign).fields["spec.nodeName"]; got != "node-2" {
+		t.Errorf("another store's state read as spec.nodeName %q, want node-2", got)
+	}
+	get(object("b", "node-1", 11))
+	get(object("c", "node-1", 12)) // the cache holds 2: a is forgotten
+	again := get(a)
+	if again == first || again.fields["spec.nodeName"] != "node-1" {
+		t.Errorf("forgotten entry: got %+v (same pointer %v), want a fresh node-1 decoding", again, again == first)
 	}
 }

@@ -61,6 +61,9 @@ type Config struct {
 	Kubelets bool
 	// Ledger receives what the runtimes really ran (nil: discard).
 	Ledger kubelet.Ledger
+	// Kubelet holds the settings every kubelet the cluster starts shares,
+	// such as its eviction thresholds.
+	Kubelet KubeletOptions
 	// Scheduler starts the scheduler once the nodes are registered (see
 	// StartScheduler).
 	Scheduler bool
@@ -72,6 +75,9 @@ type Config struct {
 	// cluster hands out (kubelets, scheduler, controllers, RESTConfig), e.g.
 	// to record each component's API calls with its identity.
 	WrapTransport TransportWrapper
+	// Fencing configures the fencing controller (off unless Enabled; it
+	// then starts with the other controllers when Controllers is set).
+	Fencing FencingOptions
 
 	_ struct{}
 }
@@ -80,7 +86,8 @@ type Config struct {
 var Identities = []string{
 	apiserver.IdentityAdmin, apiserver.IdentityScheduler, apiserver.IdentityNodeController,
 	apiserver.IdentityPodGC, apiserver.IdentityPetController, apiserver.IdentityReplicaSetController,
-	apiserver.IdentityFencingController, apiserver.IdentityWorkload,
+	apiserver.IdentityFencingController, apiserver.IdentityWorkload, apiserver.IdentityAttachDetachController,
+	apiserver.IdentityDisruptionController,
 }
 
 // Cluster is a running in-process control plane. Its methods are safe for
@@ -270,6 +277,7 @@ func (c *Cluster) Close() error {
 	c.stopControllersOnClose()
 	c.stopSchedulerOnClose()
 	c.stopKubelets()
+	c.stopStorageOnClose()
 	var errs []error
 	for _, m := range members {
 		if err := c.stopMember(m); err != nil && !errors.Is(err, ErrMemberDown) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/controller"
+	"github.com/podsafe/podsafe/fencing"
 )
 
 // ControllerHost is the network host all controllers run on, as the
@@ -26,10 +28,16 @@ const (
 	ControllerPodGC         = "podgc"
 	ControllerPet           = "pet"
 	ControllerReplicaSet    = "replicaset"
+	ControllerAttachDetach  = "attachdetach"
+	ControllerDisruption    = "disruption"
+	// ControllerFencing is not among ControllerNames: it starts with them
+	// only when Config.Fencing.Enabled is set.
+	ControllerFencing = "fencing"
 )
 
 // ControllerNames lists every controller Config.Controllers starts.
-var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet}
+var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet, ControllerAttachDetach,
+	ControllerDisruption}
 
 // ControllerIdentity maps each controller to the identity it talks to the
 // API as.
@@ -38,6 +46,9 @@ var ControllerIdentity = map[string]string{
 	ControllerPodGC:         apiserver.IdentityPodGC,
 	ControllerPet:           apiserver.IdentityPetController,
 	ControllerReplicaSet:    apiserver.IdentityReplicaSetController,
+	ControllerAttachDetach:  apiserver.IdentityAttachDetachController,
+	ControllerDisruption:    apiserver.IdentityDisruptionController,
+	ControllerFencing:       apiserver.IdentityFencingController,
 }
 
 // Errors of controller control.
@@ -82,7 +93,11 @@ func (c *Cluster) startControllersIfEnabled() error {
 	if !c.cfg.Controllers {
 		return nil
 	}
-	for _, name := range ControllerNames {
+	names := ControllerNames
+	if c.cfg.Fencing.Enabled {
+		names = append(slices.Clone(names), ControllerFencing)
+	}
+	for _, name := range names {
 		if err := c.StartController(name); err != nil {
 			return err
 		}
@@ -115,6 +130,17 @@ func (c *Cluster) StartController(name string) error {
 		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: c.clock, Logger: log})
 	case ControllerReplicaSet:
 		r, err = controller.NewReplicaSet(controller.ReplicaSetConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerAttachDetach:
+		r, err = controller.NewAttachDetach(controller.AttachDetachConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerDisruption:
+		r, err = controller.NewDisruption(controller.DisruptionConfig{Client: cs, Clock: c.clock, Logger: log})
+	case ControllerFencing:
+		var agents []fencing.Agent
+		if agents, err = c.FenceAgents(); err == nil {
+			fo := c.cfg.Fencing
+			r, err = fencing.New(fencing.Config{Client: cs, Clock: c.clock, Logger: log, Agents: agents,
+				Threshold: fo.Threshold, Budget: fo.Budget})
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("building controller %s: %w", name, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +39,7 @@ type ctlEnv struct {
 	rec    *history.Recorder
 }
 
-func startCtlCluster(t *testing.T, nodes int) *ctlEnv {
+func startCtlCluster(t *testing.T, nodes int, opts ...func(*cluster.Config)) *ctlEnv {
 	t.Helper()
 	rec, err := history.Create(filepath.Join(t.TempDir(), "history.jsonl"), history.Meta{})
 	if err != nil {
@@ -46,7 +48,7 @@ func startCtlCluster(t *testing.T, nodes int) *ctlEnv {
 	t.Cleanup(func() { rec.Close() })
 	audit := &ctlDeleteAudit{}
 	env := &ctlEnv{ledger: &kubelet.MemoryLedger{}, audit: audit, rec: rec}
-	env.c = cluster.StartForTest(t, cluster.Config{
+	cfg := cluster.Config{
 		Topology: cluster.DefaultTopology(1, nodes, 1), TimeScale: ctlScale,
 		Kubelets: true, Scheduler: true, Controllers: true, Ledger: env.ledger,
 		WrapTransport: func(identity string) func(http.RoundTripper) http.RoundTripper {
@@ -54,7 +56,11 @@ func startCtlCluster(t *testing.T, nodes int) *ctlEnv {
 				return rec.WrapTransport(identity)(audit.wrap(identity, rt))
 			}
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	env.c = cluster.StartForTest(t, cfg)
 	env.cs, err = env.c.Clientset(apiserver.IdentityAdmin, cluster.ClientOptions{Host: "admin"})
 	if err != nil {
 		t.Fatal(err)
@@ -315,4 +321,64 @@ func ctlHasTaint(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// ctlPetSet is a StatefulSet of simulated pets, each with one RWO volume
+// ("data") that its container writes every scaled second.
+func ctlPetSet(name string, replicas int32) *appsv1.StatefulSet {
+	tmpl := ctlSimTemplate(name)
+	tmpl.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "app": "write=1s"}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas), ServiceName: name,
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template:             tmpl,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+		},
+	}
+}
+
+// ctlWrites returns the storage's accepted writes to volume, in the order
+// it applied them.
+func ctlWrites(l *kubelet.MemoryLedger, volume string) []kubelet.LedgerEntry {
+	var out []kubelet.LedgerEntry
+	for _, e := range l.Entries() {
+		if e.Action == kubelet.ActionWrite && e.Volume == volume {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ctlInterleaved reports PS-15 violations in a volume's accepted writes:
+// once a pod instance (UID) has written after another, the earlier one
+// never writes again.
+func ctlInterleaved(writes []kubelet.LedgerEntry) []string {
+	var out []string
+	done := map[string]bool{}
+	cur := ""
+	for _, w := range writes {
+		if w.UID == cur {
+			continue
+		}
+		if done[w.UID] {
+			out = append(out, fmt.Sprintf("%s (node %s, token %d) wrote at %s after %s took over",
+				w.UID, w.Node, w.Token, w.Scaled.Format(time.RFC3339Nano), cur))
+		}
+		if cur != "" {
+			done[cur] = true
+		}
+		cur = w.UID
+	}
+	return out
+}
+
+// ctlWritersOf lists the pod UIDs that wrote volume, in first-write order.
+func ctlWritersOf(writes []kubelet.LedgerEntry) []string {
+	var uids []string
+	for _, w := range writes {
+		uids = append(uids, w.UID)
+	}
+	return ctlDedupe(uids)
 }

@@ -22,19 +22,15 @@ import (
 // pet's node is cut off; the node controller marks it down and gracefully
 // deletes the pet with a NodeDown condition; the pet controller waits; after
 // healing the old kubelet finishes the deletion and only then does the
-// replacement start. The ledger shows no overlap at any time.
+// replacement start. The ledger shows no overlap at any time, and the pet's
+// RWO volume (PS-15) is written by one pod instance after the other, never
+// interleaved: the old pet keeps writing through the partition (its node
+// still reaches the storage), the replacement only after its volume moved.
 func TestPetNotDuplicatedWhilePartitioned(t *testing.T) {
 	env := startCtlCluster(t, 2)
 	c, cs := env.c, env.cs
 	ctx := context.Background()
-	set := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1), ServiceName: "db",
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-			Template: ctlSimTemplate("db"),
-		},
-	}
+	set := ctlPetSet("db", 1)
 	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +46,8 @@ func TestPetNotDuplicatedWhilePartitioned(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"app": "db", controller.LabelPetName: "db-0", controller.LabelPetIndex: "0"}, old.Labels); diff != "" {
 		t.Errorf("db-0 labels (-want +got):\n%s", diff)
 	}
+	const volume = "default.data-db-0"
+	ctlWait(t, "db-0 writing its volume", 30*time.Second, func() bool { return len(ctlWrites(env.ledger, volume)) > 0 })
 	node := old.Spec.NodeName
 	cut := c.Clock().Now()
 	ctlPartition(c, node)
@@ -103,6 +101,14 @@ func TestPetNotDuplicatedWhilePartitioned(t *testing.T) {
 		}
 	}
 
+	duringCut := ctlWrites(env.ledger, volume)
+	if got := ctlWritersOf(duringCut); !cmp.Equal(got, []string{string(old.UID)}) {
+		t.Errorf("writers of %s during the partition = %v, want only the old pet %s", volume, got, old.UID)
+	}
+	if last := duringCut[len(duringCut)-1]; !last.Scaled.After(cut.Add(100 * time.Second)) {
+		t.Errorf("the partitioned pet stopped writing at %s; its node still reaches the storage", last.Scaled.Sub(cut))
+	}
+
 	c.Network().HealAll()
 	healed := c.Clock().Now()
 	ctlWait(t, "replacement db-0 running", 30*time.Second, func() bool {
@@ -112,6 +118,12 @@ func TestPetNotDuplicatedWhilePartitioned(t *testing.T) {
 	ivs := ctlExecutions(env.ledger)["default/db-0"]
 	if ov := ctlOverlaps(ivs); len(ov) > 0 {
 		t.Errorf("pet db-0 ran twice at once: %+v", ov)
+	}
+	ctlWait(t, "replacement writing the volume", 30*time.Second, func() bool {
+		return len(ctlWritersOf(ctlWrites(env.ledger, volume))) == 2
+	})
+	if bad := ctlInterleaved(ctlWrites(env.ledger, volume)); len(bad) > 0 {
+		t.Errorf("PS-15: writes to %s interleaved: %v", volume, bad)
 	}
 	var replacementStart time.Time
 	for _, iv := range ivs {

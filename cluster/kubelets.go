@@ -14,6 +14,32 @@ import (
 	"github.com/podsafe/podsafe/kubelet"
 )
 
+// KubeletOptions are the kubelet settings shared by every node of the
+// cluster; zero values are the kubelet's defaults (see kubelet.Config).
+type KubeletOptions struct {
+	// EvictionHard and EvictionSoft are memory thresholds in bytes (zero:
+	// none): above them a node reports MemoryPressure and evicts, at once
+	// for hard, with EvictionMaxPodGracePeriod seconds for soft once usage
+	// stayed above it for EvictionSoftGracePeriod (GP-7, PR-14).
+	EvictionHard              int64
+	EvictionSoft              int64
+	EvictionSoftGracePeriod   time.Duration
+	EvictionMaxPodGracePeriod int64
+	// EvictionEvery is how often memory is looked at (cluster clock time).
+	EvictionEvery time.Duration
+
+	_ struct{}
+}
+
+// apply sets o's settings in cfg.
+func (o KubeletOptions) apply(cfg *kubelet.Config) {
+	cfg.EvictionHard = o.EvictionHard
+	cfg.EvictionSoft = o.EvictionSoft
+	cfg.EvictionSoftGracePeriod = o.EvictionSoftGracePeriod
+	cfg.EvictionMaxPodGracePeriod = o.EvictionMaxPodGracePeriod
+	cfg.EvictionEvery = o.EvictionEvery
+}
+
 // kubeletSet holds, per topology node, the simulated container runtime (owned
 // by the cluster, so containers outlive a kubelet crash) and the running
 // kubelet, if any.
@@ -21,6 +47,7 @@ type kubeletSet struct {
 	mu       sync.Mutex
 	runtimes map[string]*kubelet.SimRuntime
 	running  map[string]*runningKubelet
+	powerOff map[string]bool // nodes powered off (fence.go)
 }
 
 type runningKubelet struct {
@@ -33,7 +60,7 @@ func (c *Cluster) kubeletSet() *kubeletSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.kubelets == nil {
-		c.kubelets = &kubeletSet{runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}}
+		c.kubelets = &kubeletSet{runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}, powerOff: map[string]bool{}}
 	}
 	return c.kubelets
 }
@@ -59,6 +86,12 @@ func (c *Cluster) Runtime(node string) (*kubelet.SimRuntime, error) {
 	rt := ks.runtimes[node]
 	if rt == nil {
 		rt = kubelet.NewSimRuntime(node, c.clock, c.cfg.Ledger)
+		// Containers write to the shared storage through their node's
+		// links (fence.go).
+		if _, err := c.Storage(); err != nil {
+			return nil, err
+		}
+		rt.SetStorage(c.StorageClient(node))
 		ks.runtimes[node] = rt
 	}
 	return rt, nil
@@ -80,17 +113,22 @@ func (c *Cluster) StartKubelet(node string) error {
 	if err != nil {
 		return err
 	}
-	k, err := kubelet.New(kubelet.Config{
+	kcfg := kubelet.Config{
 		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints,
 		Capacity: defaultResources(), Clock: c.clock, Runtime: rt,
 		Logger: c.log.With("component", "kubelet", "node", node),
-	})
+	}
+	c.cfg.Kubelet.apply(&kcfg)
+	k, err := kubelet.New(kcfg)
 	if err != nil {
 		return fmt.Errorf("building kubelet of %s: %w", node, err)
 	}
 	ks := c.kubeletSet()
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	if ks.powerOff[node] {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrPoweredOff)
+	}
 	if ks.running[node] != nil {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
 	}

@@ -293,6 +293,23 @@ func newPet(set *appsv1.StatefulSet, ord int) *corev1.Pod {
 	}
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = set.Spec.ServiceName
+	// Each pet has its own RWO volume per claim template, named as
+	// StatefulSets name them (<template>-<pet>), stable across
+	// replacements: the replacement writes the same volume (PS-15).
+	for _, t := range set.Spec.VolumeClaimTemplates {
+		claim := t.Name + "-" + name
+		vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+		replaced := false
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == t.Name {
+				pod.Spec.Volumes[i], replaced = vol, true
+			}
+		}
+		if !replaced {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
+		}
+	}
 	return pod
 }
 

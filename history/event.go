@@ -143,13 +143,22 @@ type Interval struct {
 // LedgerAction is what a container runtime did.
 type LedgerAction string
 
-// The actions the ledger records.
+// The actions the ledger records. They are spelled as the kubelet's runtime
+// ledger spells them, so its entries convert field by field.
 const (
-	LedgerStart LedgerAction = "start"
-	LedgerTerm  LedgerAction = "term"
-	LedgerKill  LedgerAction = "kill"
-	LedgerExit  LedgerAction = "exit"
-	LedgerWrite LedgerAction = "write"
+	LedgerStart        LedgerAction = "start"
+	LedgerTerm         LedgerAction = "term"
+	LedgerKill         LedgerAction = "kill"
+	LedgerExit         LedgerAction = "exit"
+	LedgerPreStopStart LedgerAction = "prestop-start"
+	LedgerPreStopEnd   LedgerAction = "prestop-end"
+	// LedgerWrite and LedgerWriteRefused are a container's write to a
+	// volume that the storage server accepted or refused (PS-15).
+	LedgerWrite        LedgerAction = "write"
+	LedgerWriteRefused LedgerAction = "write-refused"
+	// LedgerPowerOff: the node lost power with the container running; it
+	// stopped at once, with no signal (a power fence, PS-14).
+	LedgerPowerOff LedgerAction = "power-off"
 )
 
 // LedgerEntry is one thing a container runtime really did: the oracle that
@@ -165,6 +174,13 @@ type LedgerEntry struct {
 	// Scaled is the time on the cluster's scaled clock.
 	Scaled time.Time `json:"scaled"`
 	Wall   time.Time `json:"wall"`
+	// Grace is, for term and kill, the effective grace period in seconds the
+	// kubelet was applying when it sent the signal (GP-*).
+	Grace int64 `json:"grace,omitempty"`
+	// Volume and Token are set on storage writes: the volume written and
+	// the writer's attachment (fencing) token.
+	Volume string `json:"volume,omitempty"`
+	Token  int64  `json:"token,omitempty"`
 	// T is set by the recorder.
 	T int64 `json:"-"`
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,5 +331,84 @@ func TestCompleteEmptyStatusIsUnknown(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLedgerRoundTrip: every ledger action and field the kubelet's runtime
+// and the storage server record survives the history file, and the lines
+// keep the ledger's JSON spelling.
+func TestLedgerRoundTrip(t *testing.T) {
+	r := mustCreate(t)
+	scaled := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	wall := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	at := func(i int) (time.Time, time.Time) {
+		return scaled.Add(time.Duration(i) * time.Second), wall.Add(time.Duration(i) * time.Millisecond)
+	}
+	entry := func(i int, action LedgerAction) LedgerEntry {
+		s, w := at(i)
+		return LedgerEntry{Node: "n1", Namespace: "default", Pod: "db-0", UID: "u1", Container: "db", Action: action, Scaled: s, Wall: w}
+	}
+	with := func(e LedgerEntry, f func(*LedgerEntry)) LedgerEntry { f(&e); return e }
+	entries := []LedgerEntry{
+		entry(0, LedgerStart),
+		with(entry(1, LedgerWrite), func(e *LedgerEntry) { e.Volume, e.Token = "pv-1", 42 }),
+		with(entry(2, LedgerWriteRefused), func(e *LedgerEntry) { e.Volume, e.Token = "pv-1", 1<<62+1 }),
+		entry(3, LedgerPreStopStart),
+		entry(4, LedgerPreStopEnd),
+		with(entry(5, LedgerTerm), func(e *LedgerEntry) { e.Grace = 30 }),
+		with(entry(6, LedgerKill), func(e *LedgerEntry) { e.Grace = 1 }),
+		with(entry(7, LedgerExit), func(e *LedgerEntry) { e.ExitCode = 137 }),
+		entry(8, LedgerPowerOff),
+	}
+	for _, e := range entries {
+		r.Ledger(e)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	h := mustLoad(t, r.Path())
+	if diff := cmp.Diff(entries, h.Ledger, ignoreTimes); diff != "" {
+		t.Errorf("loaded ledger (-want +got):\n%s", diff)
+	}
+
+	raw, err := os.ReadFile(r.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n"))[1:] {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "t")
+		delete(m, "scaled")
+		delete(m, "wall")
+		lines = append(lines, m)
+	}
+	base := map[string]any{"kind": "ledger", "node": "n1", "namespace": "default", "pod": "db-0", "uid": "u1", "container": "db"}
+	line := func(extra map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	want := []map[string]any{
+		line(map[string]any{"action": "start"}),
+		line(map[string]any{"action": "write", "volume": "pv-1", "token": float64(42)}),
+		line(map[string]any{"action": "write-refused", "volume": "pv-1", "token": float64(1<<62 + 1)}),
+		line(map[string]any{"action": "prestop-start"}),
+		line(map[string]any{"action": "prestop-end"}),
+		line(map[string]any{"action": "term", "grace": float64(30)}),
+		line(map[string]any{"action": "kill", "grace": float64(1)}),
+		line(map[string]any{"action": "exit", "exit_code": float64(137)}),
+		line(map[string]any{"action": "power-off"}),
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("ledger lines (-want +got):\n%s", diff)
 	}
 }

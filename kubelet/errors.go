@@ -14,4 +14,7 @@ var (
 	ErrNotRunning = errors.New("container not running")
 	// ErrRuntimeClosed is returned by a runtime after Close.
 	ErrRuntimeClosed = errors.New("runtime closed")
+	// ErrPoweredOff is returned when starting a container on a node that is
+	// powered off.
+	ErrPoweredOff = errors.New("node powered off")
 )

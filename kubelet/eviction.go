@@ -3,10 +3,13 @@ package kubelet
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -70,9 +73,8 @@ func memoryRequest(pod *corev1.Pod) int64 {
 	return n
 }
 
-// runEviction looks for memory pressure every EvictionEvery and evicts one
-// pod per look: hard pressure (above EvictionHard) with grace 0, soft (above
-// EvictionSoft) with EvictionMaxPodGracePeriod (GP-7).
+// runEviction looks at memory every EvictionEvery: it keeps the node's
+// MemoryPressure condition and evicts under pressure (see evictOnce).
 func (k *Kubelet) runEviction(ctx context.Context) {
 	mr, ok := k.rt.(MemoryReporter)
 	if !ok || (k.cfg.EvictionHard <= 0 && k.cfg.EvictionSoft <= 0) {
@@ -90,6 +92,14 @@ func (k *Kubelet) runEviction(ctx context.Context) {
 	}
 }
 
+// evictOnce looks at memory once. It records whether the containers use
+// more than a threshold (the node's MemoryPressure), and evicts the first
+// pod RankForEviction names: above EvictionHard with grace 0, above
+// EvictionSoft, once it has been so for EvictionSoftGracePeriod, with
+// EvictionMaxPodGracePeriod (GP-7). It then waits for the kill to be
+// confirmed, at most EvictionKillTimeout; a kill not confirmed by then is
+// given up on and the next candidate is evicted, as the kubelet's eviction
+// manager does when killPodNow times out.
 func (k *Kubelet) evictOnce(ctx context.Context, mr MemoryReporter) {
 	usage, err := mr.MemoryUsage(ctx)
 	if err != nil {
@@ -102,11 +112,18 @@ func (k *Kubelet) evictOnce(ctx context.Context, mr MemoryReporter) {
 		total += u.Bytes
 		byPod[types.UID(u.UID)] += u.Bytes
 	}
+	now := k.clock.Now()
+	hard := k.cfg.EvictionHard > 0 && total > k.cfg.EvictionHard
+	soft := k.cfg.EvictionSoft > 0 && total > k.cfg.EvictionSoft
+	changed, softFor := k.mem.observe(hard || soft, soft, now)
+	if changed {
+		k.log.Info("memory pressure changed", "pressure", hard || soft, "memory", total)
+	}
 	var grace int64
 	switch {
-	case k.cfg.EvictionHard > 0 && total > k.cfg.EvictionHard:
+	case hard:
 		grace = 0
-	case k.cfg.EvictionSoft > 0 && total > k.cfg.EvictionSoft:
+	case soft && softFor >= k.cfg.EvictionSoftGracePeriod:
 		grace = k.cfg.EvictionMaxPodGracePeriod
 	default:
 		return
@@ -127,13 +144,166 @@ func (k *Kubelet) evictOnce(ctx context.Context, mr MemoryReporter) {
 		cands = append(cands, c)
 	}
 	k.mu.Unlock()
-	ranked := RankForEviction(cands)
-	if len(ranked) == 0 {
-		return
+	for _, v := range RankForEviction(cands) {
+		w := workers[v.UID]
+		if _, evictable := w.evictable(); !evictable {
+			continue // deleted or finished meanwhile
+		}
+		k.log.Info("evicting pod", "pod", v.Name, "memory", total, "usage", v.Usage, "request", v.Request, "grace", grace)
+		w.evict(grace)
+		if k.awaitKill(ctx, v.UID, grace) || ctx.Err() != nil {
+			return
+		}
+		k.log.Warn("evicted pod not confirmed killed in time; evicting the next", "pod", v.Name,
+			"timeout", EvictionKillTimeout(grace))
 	}
-	v := ranked[0]
-	k.log.Info("evicting pod", "pod", v.Name, "memory", total, "usage", v.Usage, "request", v.Request, "grace", grace)
-	workers[v.UID].evict(grace)
+}
+
+// MinEvictionKillTimeout is GP-7's least wait for an evicted pod's kill to be
+// confirmed, meant to cover the kubelet → runtime round trip of KILL.
+const MinEvictionKillTimeout = 10 * time.Second
+
+// EvictionKillTimeout is GP-7's bound on how long the eviction of a pod with
+// grace seconds waits for the kill to be confirmed: max(10 s, 1.5 × grace).
+// It is pure.
+func EvictionKillTimeout(grace int64) time.Duration {
+	return max(MinEvictionKillTimeout, time.Duration(grace)*time.Second*3/2)
+}
+
+// awaitKill waits, at most EvictionKillTimeout(grace) of clock time, until
+// the runtime runs no container of pod uid, and reports whether it saw that.
+func (k *Kubelet) awaitKill(ctx context.Context, uid types.UID, grace int64) bool {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gone := make(chan struct{})
+	go func() {
+		if k.waitContainersGone(wctx, uid) == nil {
+			close(gone)
+		}
+	}()
+	t := k.clock.NewTimer(EvictionKillTimeout(grace))
+	defer t.Stop()
+	select {
+	case <-gone:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return false
+	}
+}
+
+// waitContainersGone returns nil once the runtime lists no running container
+// of pod uid: the runtime's own confirmation that the kill is done.
+func (k *Kubelet) waitContainersGone(ctx context.Context, uid types.UID) error {
+	for {
+		cs, err := k.rt.List(ctx)
+		if err != nil {
+			return err
+		}
+		var running []ContainerID
+		for _, c := range cs {
+			if types.UID(c.UID) == uid && c.Running {
+				running = append(running, c.ID)
+			}
+		}
+		if len(running) == 0 {
+			return nil
+		}
+		for _, id := range running {
+			if _, err := k.rt.Wait(ctx, id); err != nil && !errors.Is(err, ErrNoContainer) {
+				return err
+			}
+		}
+	}
+}
+
+// Reasons and messages of the node's MemoryPressure condition, as the
+// Kubernetes kubelet spells them.
+const (
+	ReasonInsufficientMemory  = "KubeletHasInsufficientMemory"
+	ReasonSufficientMemory    = "KubeletHasSufficientMemory"
+	messageInsufficientMemory = "kubelet has insufficient memory available"
+	messageSufficientMemory   = "kubelet has sufficient memory available"
+)
+
+// memoryPressure is what the eviction loop last saw of memory, for the
+// node's MemoryPressure condition and the soft grace period. The zero value
+// is no pressure, never looked at. Safe for concurrent use.
+type memoryPressure struct {
+	mu        sync.Mutex
+	pressure  bool
+	since     time.Time // when pressure last changed; zero before any change
+	softSince time.Time // when usage went above EvictionSoft; zero while below
+	changed   chan struct{}
+}
+
+// observe records one look at memory at now and returns whether the
+// pressure changed and how long usage has been above the soft threshold.
+func (p *memoryPressure) observe(pressure, soft bool, now time.Time) (changed bool, softFor time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !soft:
+		p.softSince = time.Time{}
+	case p.softSince.IsZero():
+		p.softSince = now
+	}
+	if soft {
+		softFor = now.Sub(p.softSince)
+	}
+	if pressure == p.pressure {
+		return false, softFor
+	}
+	p.pressure, p.since = pressure, now
+	if p.changed == nil {
+		p.changed = make(chan struct{}, 1)
+	}
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+	return true, softFor
+}
+
+// current returns the pressure and when it last changed (zero: never).
+func (p *memoryPressure) current() (bool, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pressure, p.since
+}
+
+// changes delivers a value after the pressure changed, so the node status
+// is posted at once rather than at the next NodeStatusEvery.
+func (p *memoryPressure) changes() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{}, 1)
+	}
+	return p.changed
+}
+
+// memoryPressureCondition is the node's MemoryPressure condition at now: True
+// (KubeletHasInsufficientMemory) under pressure, else False
+// (KubeletHasSufficientMemory). A status equal to old's keeps old's
+// lastTransitionTime; a new one takes the time the change was seen (since),
+// or now when there was none. It is pure.
+func memoryPressureCondition(old *corev1.NodeCondition, pressure bool, since, now time.Time) corev1.NodeCondition {
+	c := corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse,
+		Reason: ReasonSufficientMemory, Message: messageSufficientMemory, LastHeartbeatTime: metav1.NewTime(now)}
+	if pressure {
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, ReasonInsufficientMemory, messageInsufficientMemory
+	}
+	switch {
+	case old != nil && old.Status == c.Status:
+		c.LastTransitionTime = old.LastTransitionTime
+	case !since.IsZero():
+		c.LastTransitionTime = metav1.NewTime(since)
+	default:
+		c.LastTransitionTime = metav1.NewTime(now)
+	}
+	return c
 }
 
 // evictable returns the worker's newest pod and whether it may be evicted:

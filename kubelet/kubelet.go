@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
@@ -75,13 +76,17 @@ type Config struct {
 	// RequestTimeout bounds each API request in wall time (default 10 s).
 	RequestTimeout time.Duration
 	// EvictionHard and EvictionSoft are memory thresholds in bytes: when
-	// the containers together use more, one pod is evicted per
-	// EvictionEvery (default 10 s of clock time), ranked by
-	// RankForEviction; hard eviction kills at once, soft eviction with
-	// EvictionMaxPodGracePeriod seconds (GP-7). Zero disables a threshold;
-	// eviction needs a Runtime that is a MemoryReporter.
+	// the containers together use more, the node reports MemoryPressure and
+	// one pod is evicted per EvictionEvery (default 10 s of clock time),
+	// ranked by RankForEviction; hard eviction kills at once, soft eviction
+	// with EvictionMaxPodGracePeriod seconds (GP-7), and only once usage
+	// has stayed above EvictionSoft for EvictionSoftGracePeriod (clock
+	// time; zero: at once). Each eviction waits at most
+	// EvictionKillTimeout for the kill to be confirmed. Zero disables a
+	// threshold; eviction needs a Runtime that is a MemoryReporter.
 	EvictionHard              int64
 	EvictionSoft              int64
+	EvictionSoftGracePeriod   time.Duration
 	EvictionMaxPodGracePeriod int64
 	EvictionEvery             time.Duration
 
@@ -97,7 +102,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: NodeName is required", ErrInvalidConfig)
 	case c.Runtime == nil:
 		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
-	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0:
+	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0 || c.EvictionSoftGracePeriod < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
 	case c.EvictionHard < 0 || c.EvictionSoft < 0 || c.EvictionMaxPodGracePeriod < 0:
 		return fmt.Errorf("%w: eviction thresholds and EvictionMaxPodGracePeriod must not be negative", ErrInvalidConfig)
@@ -148,6 +153,8 @@ type Kubelet struct {
 	adopted  map[types.UID][]ContainerStatus
 	wg       sync.WaitGroup
 	ctx      context.Context
+	mem      memoryPressure
+	vaLister storagelisters.VolumeAttachmentLister // set in Run before any worker starts
 }
 
 // New validates cfg and returns a kubelet ready to Run.
@@ -201,6 +208,19 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching pods of %s: %w", k.cfg.NodeName, err)
 	}
+	// PS-15: containers of a pod with RWO volumes start only once the
+	// volumes are attached to this node; every attachment change wakes the
+	// workers to look again.
+	vaFactory := informers.NewSharedInformerFactory(k.cfg.Client, 0)
+	vaInf := vaFactory.Storage().V1().VolumeAttachments()
+	k.vaLister = vaInf.Lister()
+	wakeAll := func(any) { k.wakeAll() }
+	if _, err := vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: wakeAll, UpdateFunc: func(_, o any) { wakeAll(o) }, DeleteFunc: wakeAll,
+	}); err != nil {
+		return fmt.Errorf("watching volume attachments for %s: %w", k.cfg.NodeName, err)
+	}
+	vaFactory.Start(ctx.Done())
 	factory.Start(ctx.Done())
 	k.goFunc(func() {
 		// Every pod of the first list has reached podSeen once the handler
@@ -212,6 +232,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	})
 	<-ctx.Done()
 	factory.Shutdown()
+	vaFactory.Shutdown()
 	k.wg.Wait()
 	k.log.Info("kubelet stopped")
 	return nil
@@ -293,6 +314,15 @@ func (k *Kubelet) workerDone(uid types.UID) {
 	delete(k.workers, uid)
 	k.finished[uid] = true
 	k.mu.Unlock()
+}
+
+// wakeAll makes every pod worker look at its pod again.
+func (k *Kubelet) wakeAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range k.workers {
+		w.wake()
+	}
 }
 
 // Pods is the number of pods the kubelet is working on.

@@ -17,6 +17,13 @@ const (
 	ActionExit         LedgerAction = "exit"
 	ActionPreStopStart LedgerAction = "prestop-start"
 	ActionPreStopEnd   LedgerAction = "prestop-end"
+	// ActionWrite and ActionWriteRefused are written by the storage server:
+	// a container's write to a volume it accepted or refused (PS-15).
+	ActionWrite        LedgerAction = "write"
+	ActionWriteRefused LedgerAction = "write-refused"
+	// ActionPowerOff: the node lost power with the container running; the
+	// container stopped at once, with no signal (a power fence, PS-14).
+	ActionPowerOff LedgerAction = "power-off"
 )
 
 // LedgerEntry is one thing the runtime really did: the ground truth that
@@ -35,6 +42,10 @@ type LedgerEntry struct {
 	// Grace is, for term and kill, the effective grace period in seconds the
 	// kubelet was applying when it sent the signal.
 	Grace int64 `json:"grace,omitempty"`
+	// Volume and Token are set on storage writes: the volume written and
+	// the writer's attachment token (see ContainerConfig.Volumes).
+	Volume string `json:"volume,omitempty"`
+	Token  int64  `json:"token,omitempty"`
 }
 
 // Ledger receives every ledger entry. It is written directly, never through

@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// runNode registers the Node and re-posts its Ready condition every
-// NodeStatusEvery, retrying while the API cannot be reached.
+// runNode registers the Node and re-posts its conditions every
+// NodeStatusEvery, and at once when memory pressure changes, retrying while
+// the API cannot be reached.
 func (k *Kubelet) runNode(ctx context.Context) {
+	pressureChanged := k.mem.changes()
 	retry := time.Second
 	for {
 		wait := k.cfg.NodeStatusEvery
@@ -32,13 +34,16 @@ func (k *Kubelet) runNode(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-pressureChanged:
+			t.Stop()
 		case <-t.C():
 		}
 	}
 }
 
 // syncNode creates the Node if it does not exist, keeps its labels and
-// taints, and posts the Ready condition with a fresh heart-beat.
+// taints, and posts the MemoryPressure and Ready conditions with a fresh
+// heart-beat.
 func (k *Kubelet) syncNode(ctx context.Context) error {
 	nodes := k.cfg.Client.CoreV1().Nodes()
 	rctx, cancel := k.requestCtx(ctx)
@@ -61,17 +66,22 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
 	}
+	pressure, since := k.mem.current()
+	var oldPressure *corev1.NodeCondition
 	var conds []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
+		switch c.Type {
+		case corev1.NodeReady:
 			if c.Status == corev1.ConditionTrue {
 				ready.LastTransitionTime = c.LastTransitionTime
 			}
-			continue
+		case corev1.NodeMemoryPressure:
+			oldPressure = &c
+		default:
+			conds = append(conds, c)
 		}
-		conds = append(conds, c)
 	}
-	node.Status.Conditions = append(conds, ready)
+	node.Status.Conditions = append(conds, memoryPressureCondition(oldPressure, pressure, since, now.Time), ready)
 	node.Status.Capacity = maps.Clone(k.cfg.Capacity)
 	node.Status.Allocatable = maps.Clone(k.cfg.Capacity)
 	node.Status.Phase = corev1.NodeRunning

@@ -61,6 +61,40 @@ type ContainerConfig struct {
 	Annotations map[string]string
 	// Attempt counts restarts of this container in this pod, from 0.
 	Attempt int
+	// Volumes are the pod's RWO volumes, attached to this node, with the
+	// attachment each was attached under (PS-15).
+	Volumes []AttachedVolume
+}
+
+// AttachedVolume is one RWO volume a pod may write, as the kubelet found it
+// attached to its node.
+type AttachedVolume struct {
+	// Volume is the volume's ID (see VolumeID).
+	Volume string
+	// Token is the attachment's fencing token: the resourceVersion of the
+	// VolumeAttachment the kubelet saw attached, so a newer attachment of
+	// the same volume always carries a larger token.
+	Token int64
+}
+
+// StorageWrite is one write a container makes to a volume.
+type StorageWrite struct {
+	Volume    string `json:"volume"`
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	UID       string `json:"uid"`
+	Container string `json:"container"`
+	Token     int64  `json:"token"`
+	// Seq numbers the writes of one container instance from 1.
+	Seq int64 `json:"seq"`
+}
+
+// Storage is the shared storage a runtime's containers write to (an
+// NFS-like server with no locking of its own). Write returns nil when the
+// server accepted the write.
+type Storage interface {
+	Write(ctx context.Context, w StorageWrite) error
 }
 
 // ContainerStatus is what a runtime knows about one container instance.

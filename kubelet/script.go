@@ -39,6 +39,9 @@ const ScriptCommand = "podsafe-script"
 //	ready-after=2s         the readiness probe succeeds from 2 s after start
 //	unready-at=30s         the readiness probe fails from 30 s after start
 //	mem=200Mi              the memory the container uses while running
+//	write=1s               while running, write to each of the pod's RWO
+//	                       volumes this often (through the node's network to
+//	                       the storage server, carrying the attachment token)
 //
 // Probes are consulted only for probes the container spec declares (their
 // handler is ignored); a probe the script says nothing about succeeds.
@@ -56,6 +59,7 @@ type Script struct {
 	ReadyAfter    time.Duration
 	UnreadyAt     time.Duration // 0: never
 	Memory        int64         // bytes in use while running
+	WriteEvery    time.Duration // 0: no storage writes
 }
 
 // ContainerScript returns the script of container c in a pod with the given
@@ -125,6 +129,11 @@ func ParseScript(src string) (Script, error) {
 			s.ReadyAfter, err = dur()
 		case key == "unready-at" && hasVal:
 			s.UnreadyAt, err = dur()
+		case key == "write" && hasVal:
+			s.WriteEvery, err = dur()
+			if err == nil && s.WriteEvery == 0 {
+				err = fmt.Errorf("%w: %q wants a positive interval such as 1s", ErrInvalidScript, w)
+			}
 		case key == "mem" && hasVal:
 			q, perr := resource.ParseQuantity(val)
 			if perr != nil || q.Sign() < 0 {

@@ -21,11 +21,13 @@ type SimRuntime struct {
 	clock  clock.WithTicker
 	ledger Ledger
 
-	seq    atomic.Uint64
-	mu     sync.Mutex
-	cs     map[ContainerID]*simContainer
-	closed chan struct{}
-	once   sync.Once
+	seq     atomic.Uint64
+	mu      sync.Mutex
+	cs      map[ContainerID]*simContainer
+	off     bool    // powered off: nothing starts until PowerOn
+	storage Storage // where write= containers write; nil: nowhere
+	closed  chan struct{}
+	once    sync.Once
 }
 
 var (
@@ -52,8 +54,9 @@ type simContainer struct {
 	script Script
 	id     ContainerID
 
-	term chan Signal // TERM and KILL requests, buffered
-	done chan struct{}
+	term  chan Signal   // TERM and KILL requests, buffered
+	power chan struct{} // closed when the node loses power
+	done  chan struct{}
 
 	mu     sync.Mutex
 	status ContainerStatus
@@ -93,11 +96,15 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 	}
 	id := ContainerID(r.node + "-" + strconv.FormatUint(r.seq.Add(1), 10))
 	c := &simContainer{rt: r, cfg: cfg, script: script, id: id,
-		term: make(chan Signal, 4), done: make(chan struct{})}
+		term: make(chan Signal, 4), power: make(chan struct{}), done: make(chan struct{})}
 	c.status = ContainerStatus{ID: id, Namespace: cfg.Namespace, Pod: cfg.Pod, UID: cfg.UID,
 		Container: cfg.Container.Name, Init: cfg.Init, Attempt: cfg.Attempt, Running: true,
 		StartedAt: r.clock.Now()}
 	r.mu.Lock()
+	if r.off {
+		r.mu.Unlock()
+		return "", fmt.Errorf("node %s: %w", r.node, ErrPoweredOff)
+	}
 	// Keep only the newest exited instance of a container.
 	for oid, o := range r.cs {
 		if o.cfg.UID == cfg.UID && o.cfg.Container.Name == cfg.Container.Name && !o.running() {
@@ -105,10 +112,107 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 		}
 	}
 	r.cs[id] = c
-	r.mu.Unlock()
+	storage := r.storage
+	// Recorded under the lock, so a power-off never precedes the start.
 	r.record(&cfg, ActionStart, 0, 0)
+	r.mu.Unlock()
 	go c.run()
+	if script.WriteEvery > 0 && len(cfg.Volumes) > 0 && storage != nil {
+		go c.write(storage)
+	}
 	return id, nil
+}
+
+// write makes the container's storage writes (script word write=) while it
+// runs: every WriteEvery, one write to each of its volumes, carrying the
+// volume's attachment token. A write in flight when the container dies is
+// abandoned, though the server may still have received it, as with any
+// network storage.
+func (c *simContainer) write(storage Storage) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+		case <-c.rt.closed:
+		}
+		cancel()
+	}()
+	t := c.rt.clock.NewTicker(c.script.WriteEvery)
+	defer t.Stop()
+	var seq int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		for _, v := range c.cfg.Volumes {
+			seq++
+			wctx, wcancel := context.WithTimeout(ctx, writeTimeout)
+			_ = storage.Write(wctx, StorageWrite{Volume: v.Volume, Node: c.rt.node, Namespace: c.cfg.Namespace,
+				Pod: c.cfg.Pod, UID: c.cfg.UID, Container: c.cfg.Container.Name, Token: v.Token, Seq: seq})
+			wcancel()
+		}
+	}
+}
+
+// writeTimeout bounds one storage write in wall time.
+const writeTimeout = 5 * time.Second
+
+// SetStorage makes containers started from now on with a write= script
+// write to s.
+func (r *SimRuntime) SetStorage(s Storage) {
+	r.mu.Lock()
+	r.storage = s
+	r.mu.Unlock()
+}
+
+// PowerOff cuts the node's power: every running container stops at once
+// (recorded as power-off, then an exit with code 137 and reason PowerOff),
+// no signal, no preStop, and the runtime forgets every container, as a
+// rebooted machine would. Nothing starts until PowerOn. It returns once every
+// container has stopped, so a power fence can be confirmed.
+func (r *SimRuntime) PowerOff() {
+	r.mu.Lock()
+	r.off = true
+	cs := make([]*simContainer, 0, len(r.cs))
+	for _, c := range r.cs {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	for _, c := range cs {
+		c.mu.Lock()
+		if c.status.Running {
+			r.record(&c.cfg, ActionPowerOff, 0, 0)
+			close(c.power)
+		}
+		c.mu.Unlock()
+	}
+	for _, c := range cs {
+		select {
+		case <-c.done:
+		case <-r.closed:
+		}
+	}
+	r.mu.Lock()
+	clear(r.cs)
+	r.mu.Unlock()
+}
+
+// PowerOn restores power: the runtime starts containers again, with none
+// left from before.
+func (r *SimRuntime) PowerOn() {
+	r.mu.Lock()
+	r.off = false
+	r.mu.Unlock()
+}
+
+// PoweredOff reports whether the node is powered off.
+func (r *SimRuntime) PoweredOff() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.off
 }
 
 func (c *simContainer) running() bool {
@@ -129,6 +233,9 @@ func (c *simContainer) run() {
 	for {
 		select {
 		case <-c.rt.closed:
+			return
+		case <-c.power:
+			c.exit(ExitCodeKill, "PowerOff")
 			return
 		case <-runC:
 			reason := "Completed"

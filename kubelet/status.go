@@ -52,12 +52,15 @@ func containerStatus(name string, s *ctrState) corev1.ContainerStatus {
 		cs.Started = ptr.To(s.probes.started)
 		cs.Ready = s.probes.started && s.probes.ready && !s.killing()
 	case s.last == nil || s.waitMsg != "":
-		reason := "ContainerCreating"
+		reason := reasonContainerCreating
 		if s.init {
 			reason = "PodInitializing"
 		}
 		if s.waitMsg != "" {
 			reason = "CrashLoopBackOff"
+			if s.waitReason != "" {
+				reason = s.waitReason
+			}
 		}
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: s.waitMsg}}
 		cs.Started = ptr.To(false)
@@ -66,6 +69,10 @@ func containerStatus(name string, s *ctrState) corev1.ContainerStatus {
 	}
 	return cs
 }
+
+// reasonContainerCreating is the Waiting reason of a container not started
+// yet.
+const reasonContainerCreating = "ContainerCreating"
 
 // podPhase is LC-2 for the pod's current container states. It is pure.
 func podPhase(pod *corev1.Pod, ctrs map[string]*ctrState, terminating bool) corev1.PodPhase {

@@ -69,7 +69,10 @@ type ctrState struct {
 	backoff  Backoff
 	notAfter time.Time // back-off: no restart before
 	waitMsg  string    // why the container is waiting
-	probes   probeState
+	// waitReason is the Waiting reason that goes with waitMsg (default
+	// CrashLoopBackOff).
+	waitReason string
+	probes     probeState
 }
 
 // killing reports whether the running instance is being killed.
@@ -302,6 +305,23 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 	if podTerminal(w.pod) || w.phase == corev1.PodSucceeded || w.phase == corev1.PodFailed {
 		return time.Time{} // LC-2: nothing runs again in a terminal pod
 	}
+	vols, wait := attachedVolumes(w.k.vaLister, w.k.cfg.NodeName, w.pod)
+	if wait != "" {
+		// PS-15: nothing starts (or restarts) until every RWO volume is
+		// attached here; an attachment change wakes the worker, and it
+		// looks again every few seconds in any case.
+		for _, s := range w.ctrs {
+			if s.cur == nil {
+				s.waitMsg, s.waitReason = wait, reasonContainerCreating
+			}
+		}
+		return now.Add(volumeRecheck)
+	}
+	for _, s := range w.ctrs {
+		if s.waitReason == reasonContainerCreating {
+			s.waitMsg, s.waitReason = "", ""
+		}
+	}
 	policy := string(w.pod.Spec.RestartPolicy)
 	var next time.Time
 	later := func(t time.Time) {
@@ -323,7 +343,7 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 			later(s.notAfter)
 			return next
 		}
-		w.start(ctx, s, now)
+		w.start(ctx, s, now, vols)
 		return next
 	}
 	for i := range w.pod.Spec.Containers {
@@ -338,7 +358,7 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 			later(s.notAfter)
 			continue
 		}
-		w.start(ctx, s, now)
+		w.start(ctx, s, now, vols)
 		if s.cur == nil {
 			later(s.notAfter)
 		}
@@ -346,7 +366,11 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 	return next
 }
 
-func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time) {
+// volumeRecheck is how often a pod waiting for its volumes looks again
+// without being woken.
+const volumeRecheck = 5 * time.Second
+
+func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time, vols []AttachedVolume) {
 	attempt := 0
 	if s.last != nil {
 		attempt = s.restarts + 1
@@ -354,6 +378,7 @@ func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time) {
 	id, err := w.k.rt.Start(ctx, ContainerConfig{
 		Node: w.k.cfg.NodeName, Namespace: w.namespace, Pod: w.name, UID: string(w.uid),
 		Container: *s.spec, Init: s.init, Annotations: w.pod.Annotations, Attempt: attempt,
+		Volumes: vols,
 	})
 	if err != nil {
 		s.waitMsg = err.Error()
@@ -362,7 +387,7 @@ func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time) {
 		return
 	}
 	s.restarts = attempt
-	s.waitMsg = ""
+	s.waitMsg, s.waitReason = "", ""
 	s.cur = w.watch(id, now)
 	s.probes = newProbeState(s.spec, now)
 }

@@ -25,6 +25,7 @@ var _ = Describe("package imports", Label("arch"), func() {
 		"kubelet":    {"scheduler", "raftstore", "apiserver", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
 		"controller": {"kubelet", "scheduler", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
 		"scheduler":  {"kubelet", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
+		"fencing":    {"kubelet", "scheduler", "controller", "raftstore", "cluster", "nemesis", "workload", "history", "checker", "report", "specs"},
 	}
 	for pkg, bad := range forbidden {
 		It(pkg+" imports none of "+strings.Join(bad, ", "), func() {

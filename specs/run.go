@@ -23,6 +23,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/report"
 	"github.com/podsafe/podsafe/workload"
@@ -139,6 +140,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		Durable:    s.Durable,
 		StaleReads: s.hasBug("stale-read"),
 		Logger:     log,
+		// Whatever the node runtimes run goes into the history, so the
+		// checkers judge from the same file.
+		Ledger: LedgerRecorder(rec),
 	}
 	if s.Durable {
 		cfg.DataDir = filepath.Join(res.Dir, "data")
@@ -200,6 +204,23 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("warning", map[string]string{"warning": w})
 	}
 	return wlErr
+}
+
+// LedgerRecorder is a kubelet.Ledger that writes every runtime ledger entry
+// to rec as a history ledger line. history does not import the system under
+// test, so the conversion lives here. Safe for concurrent use.
+func LedgerRecorder(rec *history.Recorder) kubelet.Ledger {
+	return kubelet.LedgerFunc(func(e kubelet.LedgerEntry) { rec.Ledger(HistoryLedgerEntry(e)) })
+}
+
+// HistoryLedgerEntry converts a runtime ledger entry to a history one, field
+// by field; the actions are spelled alike. It is pure.
+func HistoryLedgerEntry(e kubelet.LedgerEntry) history.LedgerEntry {
+	return history.LedgerEntry{
+		Node: e.Node, Namespace: e.Namespace, Pod: e.Pod, UID: e.UID, Container: e.Container,
+		Action: history.LedgerAction(e.Action), ExitCode: e.ExitCode, Scaled: e.Scaled, Wall: e.Wall,
+		Grace: e.Grace, Volume: e.Volume, Token: e.Token,
+	}
 }
 
 // CheckDir loads the history in dir (complete or left by a crashed run), runs

@@ -28,7 +28,7 @@ func newClusterUpCmd() *cobra.Command {
 		listen, kubeconfig    string
 		dataDir               string
 		durable, verbose      bool
-		agents                bool
+		agents, fence         bool
 		timeScale             float64
 	)
 	cmd := &cobra.Command{
@@ -44,13 +44,15 @@ func newClusterUpCmd() *cobra.Command {
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg := cluster.Config{
-				Topology:  cluster.DefaultTopology(members, nodes, zones),
-				Durable:   durable,
-				DataDir:   dataDir,
-				TimeScale: timeScale,
-				Logger:    log,
-				Kubelets:  agents,
-				Scheduler: agents,
+				Topology:    cluster.DefaultTopology(members, nodes, zones),
+				Durable:     durable,
+				DataDir:     dataDir,
+				TimeScale:   timeScale,
+				Logger:      log,
+				Kubelets:    agents,
+				Scheduler:   agents,
+				Controllers: agents,
+				Fencing:     cluster.FencingOptions{Enabled: agents && fence},
 			}
 			if durable && dataDir == "" {
 				d, err := os.MkdirTemp("", "podsafe-data-")
@@ -109,6 +111,7 @@ func newClusterUpCmd() *cobra.Command {
 	fl.IntVar(&nodes, "nodes", 3, "worker nodes (registered Node objects)")
 	fl.IntVar(&zones, "zones", 1, "zones the nodes are spread over")
 	fl.StringVar(&listen, "listen", "127.0.0.1:0", "loopback address the API is served on")
+	fl.BoolVar(&fence, "fencing", false, "also run the fencing controller (storage and power agents): a node whose lease stays stale for 20 scaled s is fenced and its pods force deleted")
 	fl.StringVar(&kubeconfig, "kubeconfig", "podsafe.kubeconfig", "where to write the admin kubeconfig")
 	fl.BoolVar(&durable, "durable", false, "keep raft's log on disk")
 	fl.StringVar(&dataDir, "data-dir", "", "data directory of a durable cluster (default: a new temporary directory)")

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +52,9 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", []string{"test", "--frobnicate"}, exitUsage, "unknown flag: --frobnicate"},
+		{"delete --confirm without --force", []string{"delete", "pod", "web", "--confirm"}, exitUsage, "--confirm confirms a force deletion; it needs --force"},
+		{"delete --force with a grace period", []string{"delete", "pod", "web", "--force", "--grace-period", "5"}, exitUsage, "cannot be combined with --grace-period 5"},
+		{"delete without a kubeconfig", []string{"delete", "pod", "web", "--kubeconfig", "/nonexistent/kc"}, exitUsage, "reading kubeconfig /nonexistent/kc"},
 		{"unknown workload", []string{"test", "--workload", "nope"}, exitUsage, `workload "nope" is unknown`},
 		{"unknown nemesis", []string{"test", "--nemesis", "meteor"}, exitUsage, `unknown nemesis "meteor"`},
 		{"two members", []string{"test", "--members", "2"}, exitUsage, "members must be 1, 3 or 5"},
@@ -138,6 +143,30 @@ func TestClusterUp(t *testing.T) {
 	}
 	if len(nodes.Items) != 2 {
 		t.Errorf("got %d nodes, want 2", len(nodes.Items))
+	}
+
+	// PS-16: a force deletion warns, and happens only with --confirm.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: nodes.Items[0].Name, Containers: []corev1.Container{{Name: "app", Image: "sim"}}}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, code := run(ctx, "delete", "pod", "web", "--force", "--kubeconfig", kubeconfig)
+	if code != exitUsage || !strings.Contains(out, "may keep running") || !strings.Contains(out, "needs --confirm") {
+		t.Errorf("force delete without --confirm: exit %d:\n%s", code, out)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod is gone after an unconfirmed force deletion: %v", err)
+	}
+	out, code = run(ctx, "delete", "pod", "web", "--force", "--confirm", "--kubeconfig", kubeconfig)
+	if code != exitValid || !strings.Contains(out, "may keep running") || !strings.Contains(out, "force deleted") {
+		t.Errorf("force delete with --confirm: exit %d:\n%s", code, out)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod survived a confirmed force deletion: %v", err)
+	}
+	if out, code := run(ctx, "delete", "pod", "web", "--kubeconfig", kubeconfig); code != exitInvalid || !strings.Contains(out, "not found") {
+		t.Errorf("deleting a missing pod: exit %d:\n%s", code, out)
 	}
 	cancel()
 	select {

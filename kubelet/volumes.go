@@ -1,0 +1,72 @@
+package kubelet
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+)
+
+// VolumeID names the RWO volume behind a pod's persistentVolumeClaim volume:
+// "<namespace>.<claimName>". The volume's VolumeAttachment has this name, so
+// attaching is a create that succeeds only while the volume is attached
+// nowhere (PS-15); the attach/detach controller uses the same convention.
+func VolumeID(namespace, claim string) string { return namespace + "." + claim }
+
+// PodVolumes lists the IDs of pod's RWO volumes (its persistentVolumeClaim
+// volumes), in spec order.
+func PodVolumes(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, VolumeID(pod.Namespace, v.PersistentVolumeClaim.ClaimName))
+		}
+	}
+	return out
+}
+
+// attachedVolumes decides whether pod's containers may start on node: every
+// RWO volume must be attached to node (PS-15: a pod runs only once its
+// volume is attached to its node). It returns the volumes with their tokens,
+// or why it must wait.
+func attachedVolumes(lister storagelisters.VolumeAttachmentLister, node string, pod *corev1.Pod) ([]AttachedVolume, string) {
+	ids := PodVolumes(pod)
+	if len(ids) == 0 {
+		return nil, ""
+	}
+	if lister == nil {
+		return nil, "waiting for volume attachments to be known"
+	}
+	out := make([]AttachedVolume, 0, len(ids))
+	for _, id := range ids {
+		va, err := lister.Get(id)
+		if err != nil {
+			return nil, fmt.Sprintf("waiting for volume %s to be attached to node %s", id, node)
+		}
+		if why := attachedHere(va, node); why != "" {
+			return nil, why
+		}
+		rv, err := strconv.ParseInt(va.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, fmt.Sprintf("volume %s: attachment has resourceVersion %q, not a number", id, va.ResourceVersion)
+		}
+		out = append(out, AttachedVolume{Volume: id, Token: rv})
+	}
+	return out, ""
+}
+
+// attachedHere says why va does not attach its volume to node ("" when it
+// does).
+func attachedHere(va *storagev1.VolumeAttachment, node string) string {
+	switch {
+	case va.DeletionTimestamp != nil:
+		return fmt.Sprintf("volume %s is being detached", va.Name)
+	case va.Spec.NodeName != node:
+		return fmt.Sprintf("volume %s is attached to node %s, not %s (Multi-Attach: RWO)", va.Name, va.Spec.NodeName, node)
+	case !va.Status.Attached:
+		return fmt.Sprintf("waiting for volume %s to finish attaching to node %s", va.Name, node)
+	}
+	return ""
+}
