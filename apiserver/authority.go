@@ -329,6 +329,9 @@ func authorizeNode(req Request) Decision {
 		if fenceChanged(oldNode, newNode) {
 			return refuse(RuleFence, "%s may not change condition %s of node %s; only the fencing controller and admin do", id, FencedCondition, name)
 		}
+		if nodeFenced(oldNode) && fenceRecordChanged(oldNode, newNode) {
+			return refuse(RuleFence, "%s may not remove the fence of node %s (taint %s, annotation %s, spec.unschedulable); only the fencing controller and admin do", id, name, FencedTaint, FenceTokenAnnotation)
+		}
 		return allow
 	}
 	return allow
@@ -380,6 +383,31 @@ func isKubelet(identity string) bool {
 // podTerminal reports whether a pod's phase is Succeeded or Failed.
 func podTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// fenceRecordChanged reports whether an update of a node removes or alters
+// what a fence put on it besides the condition: the fence taint, the fence
+// token annotation, or the cordon.
+func fenceRecordChanged(oldNode, newNode *corev1.Node) bool {
+	if oldNode == nil || newNode == nil {
+		return false
+	}
+	if oldNode.Spec.Unschedulable && !newNode.Spec.Unschedulable {
+		return true
+	}
+	if oldNode.Annotations[FenceTokenAnnotation] != newNode.Annotations[FenceTokenAnnotation] {
+		return true
+	}
+	return hasTaint(oldNode, FencedTaint) && !hasTaint(newNode, FencedTaint)
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeFenced reports whether node carries the fence condition with status True.

@@ -24,6 +24,14 @@ func TestAuthorize(t *testing.T) {
 	readyNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionTrue).obj()
 	lostNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).obj()
 	fencedNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).condition(FencedCondition, corev1.ConditionTrue).obj()
+	fencedRecord := fencedNode.DeepCopy()
+	fencedRecord.Spec.Unschedulable = true
+	fencedRecord.Spec.Taints = []corev1.Taint{{Key: FencedTaint, Effect: corev1.TaintEffectNoExecute}}
+	fencedRecord.Annotations = map[string]string{FenceTokenAnnotation: "3"}
+	uncordoned := fencedRecord.DeepCopy()
+	uncordoned.Spec.Unschedulable = false
+	tokenless := fencedRecord.DeepCopy()
+	tokenless.Annotations = nil
 	unfencedNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).condition(FencedCondition, corev1.ConditionFalse).obj()
 
 	forceDelete := func(id string, pod *corev1.Pod, node *corev1.Node) Request {
@@ -139,6 +147,12 @@ func TestAuthorize(t *testing.T) {
 		{"PS-14 kubelet may not clear its fence", nodeWrite(kubelet1, VerbUpdate, fencedNode, lostNode), refusedBy(RuleFence)},
 		{"PS-14 node controller may not set a fence", nodeWrite(IdentityNodeController, VerbUpdate, lostNode, fencedNode), refusedBy(RuleFence)},
 		{"PS-14 kubelet update keeping the fence", nodeWrite(kubelet1, VerbUpdate, fencedNode, fencedNode), allowed},
+		{"PS-14 kubelet may not remove the fence taint", nodeWrite(kubelet1, VerbUpdate, fencedRecord, fencedNode), refusedBy(RuleFence)},
+		{"PS-14 kubelet may not uncordon a fenced node", nodeWrite(kubelet1, VerbUpdate, fencedRecord, uncordoned), refusedBy(RuleFence)},
+		{"PS-14 node controller may not drop the fence token", nodeWrite(IdentityNodeController, VerbUpdate, fencedRecord, tokenless), refusedBy(RuleFence)},
+		{"PS-14 kubelet status keeping the fence record", nodeWrite(kubelet1, VerbUpdate, fencedRecord, fencedRecord), allowed},
+		{"PS-14 fencing controller lifts its fence record", nodeWrite(IdentityFencingController, VerbUpdate, fencedRecord, fencedNode), allowed},
+		{"PS-14 kubelet updates an unfenced node", nodeWrite(kubelet1, VerbUpdate, readyNode, readyNode), allowed},
 		{"PS-10 admin deletes a node", nodeWrite(IdentityAdmin, VerbDelete, readyNode, nil), allowed},
 		{"PS-10 node controller may not delete a node", nodeWrite(IdentityNodeController, VerbDelete, readyNode, nil), refusedBy(RuleNodeDelete)},
 		{"PS-10 kubelet may not delete its node", nodeWrite(kubelet1, VerbDelete, readyNode, nil), refusedBy(RuleNodeDelete)},

@@ -50,6 +50,15 @@ const (
 // it, so a fenced node cannot unfence itself.
 const FencedCondition corev1.NodeConditionType = "podsafe.io/Fenced"
 
+// FencedTaint and FenceTokenAnnotation are what a fencing controller puts on
+// a fenced node besides FencedCondition (a NoExecute taint and the fence
+// token); while the node is fenced only the fencing controller and admin may
+// remove them or uncordon the node.
+const (
+	FencedTaint          = "podsafe.io/fenced"
+	FenceTokenAnnotation = "podsafe.io/fence-token"
+)
+
 // KubeLeaseNamespace holds the node heart-beat leases, one per node, named
 // after the node.
 const KubeLeaseNamespace = corev1.NamespaceNodeLease

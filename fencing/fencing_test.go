@@ -24,6 +24,10 @@ func TestFencedConditionMatchesAPIServer(t *testing.T) {
 	if fencing.FencedCondition != apiserver.FencedCondition {
 		t.Fatalf("fencing.FencedCondition %q != apiserver.FencedCondition %q", fencing.FencedCondition, apiserver.FencedCondition)
 	}
+	if fencing.TaintFenced != apiserver.FencedTaint || fencing.AnnotationFenceToken != apiserver.FenceTokenAnnotation {
+		t.Fatalf("fence record names differ: taint %q vs %q, annotation %q vs %q",
+			fencing.TaintFenced, apiserver.FencedTaint, fencing.AnnotationFenceToken, apiserver.FenceTokenAnnotation)
+	}
 }
 
 // (a) A node whose lease went stale with a pet on it is fenced: both agents
