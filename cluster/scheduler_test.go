@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/kubelet"
 )
 
 func schedPod(name string, cpu string, labels map[string]string) *corev1.Pod {
@@ -139,6 +142,130 @@ func TestSchedulerInCluster(t *testing.T) {
 	}
 	if err := c.StartScheduler(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// podWatch records every version of the pods of a namespace it sees, from
+// before they exist, so a test can ask what was true meanwhile.
+type podWatch struct {
+	mu   sync.Mutex
+	seen []*corev1.Pod
+}
+
+func watchPods(t *testing.T, cs kubernetes.Interface) *podWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	pw := &podWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				pw.mu.Lock()
+				pw.seen = append(pw.seen, p)
+				pw.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return pw
+}
+
+// versions returns the recorded versions of the named pod, oldest first.
+func (pw *podWatch) versions(name string) []*corev1.Pod {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range pw.seen {
+		if p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestPreemptionGraceFromLedger preempts, on a cluster with kubelets, a
+// low-priority pod whose container ignores TERM: the ledger shows the
+// victim got its whole 30 s grace period between TERM and KILL (PR-6), the
+// victim has a Preempted event (PR-15), the preemptor is nominated to the
+// node while the victim terminates (PR-4) and then runs there, starting only
+// after the victim's container exited.
+func TestPreemptionGraceFromLedger(t *testing.T) {
+	ledger := &kubelet.MemoryLedger{}
+	c := startCluster(t, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1), TimeScale: kubeletScale,
+		Kubelets: true, Scheduler: true, Ledger: ledger})
+	cs := clientset(t, c, apiserver.IdentityAdmin, 0)
+	ctx := context.Background()
+	watch := watchPods(t, cs)
+	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	const grace = 30
+	victim := schedPod("victim", "8", map[string]string{"app": "victim"})
+	victim.Spec.TerminationGracePeriodSeconds = ptr.To[int64](grace)
+	victim.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "ignore-term"}
+	createPod(t, cs, victim)
+	running := waitPod(t, cs, "victim", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	node := running.Spec.NodeName
+
+	high := schedPod("high", "8", nil)
+	high.Spec.PriorityClassName = "high"
+	createPod(t, cs, high)
+	final := waitPod(t, cs, "high", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	if final.Spec.NodeName != node {
+		t.Errorf("preemptor runs on %s, want the victim's node %s", final.Spec.NodeName, node)
+	}
+	if _, exists := podPhase(t, cs, "victim"); exists {
+		t.Errorf("the victim still exists while the preemptor runs")
+	}
+
+	// PR-4: nominated to the node while not yet bound.
+	nominated := false
+	for _, p := range watch.versions("high") {
+		if p.Spec.NodeName == "" && p.Status.NominatedNodeName == node {
+			nominated = true
+		}
+	}
+	if !nominated {
+		t.Errorf("the preemptor was never seen nominated to %s before binding", node)
+	}
+
+	// PR-6: from the ledger, KILL came no sooner than the grace after TERM.
+	terms, kills := entries(ledger, "victim", kubelet.ActionTerm), entries(ledger, "victim", kubelet.ActionKill)
+	exits := entries(ledger, "victim", kubelet.ActionExit)
+	if len(terms) != 1 || len(kills) != 1 || len(exits) != 1 {
+		t.Fatalf("victim ledger: %+v, want one TERM, KILL and exit", entries(ledger, "victim", ""))
+	}
+	if terms[0].Grace != grace {
+		t.Errorf("victim TERM with grace %d, want its own %d", terms[0].Grace, grace)
+	}
+	if got := kills[0].Scaled.Sub(terms[0].Scaled); got < grace*time.Second {
+		t.Errorf("victim KILL %s after TERM, want at least %ds (PR-6)", got, grace)
+	}
+	// The preemptor's container started only once the victim's had exited.
+	starts := entries(ledger, "high", kubelet.ActionStart)
+	if len(starts) != 1 || starts[0].Scaled.Before(exits[0].Scaled) {
+		t.Errorf("preemptor starts %+v, want one after the victim exited at %v", starts, exits[0].Scaled)
+	}
+
+	// PR-15: the victim has its Preempted event.
+	evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=victim,reason=Preempted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 1 || evs.Items[0].InvolvedObject.UID != running.UID {
+		t.Errorf("Preempted events of the victim: %+v, want one naming its UID %s", evs.Items, running.UID)
 	}
 }
 

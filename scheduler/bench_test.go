@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
+	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
 	"github.com/podsafe/podsafe/scheduler/plugins/podtopologyspread"
 	"github.com/podsafe/podsafe/scheduler/st"
 )
@@ -49,6 +50,14 @@ func benchSchedule(b *testing.B, numNodes int, mode string) {
 	snap := fw.Snapshot()
 	algo := &algorithm{fw: fw}
 	ctx := context.Background()
+	// Once the cluster is full (or, under churn, has no victims left) it
+	// starts over, off the clock, so any b.N fits.
+	refill := func() {
+		b.StopTimer()
+		fw.SetSnapshot(framework.NewSnapshot(pods, nodes))
+		snap = fw.Snapshot()
+		b.StartTimer()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -61,12 +70,22 @@ func benchSchedule(b *testing.B, numNodes int, mode string) {
 		state := framework.NewCycleState()
 		res, err := algo.schedule(ctx, state, pod)
 		node := res.Node
+		var fe *FitError
+		if err != nil && !churn && errors.As(err, &fe) {
+			refill()
+			i--
+			continue
+		}
 		if err != nil {
-			var fe *FitError
 			if !churn || !errors.As(err, &fe) {
 				b.Fatalf("scheduling %s: %v", pod.Name, err)
 			}
 			pf, st := fw.RunPostFilterPlugins(ctx, state, pod, fe.Statuses)
+			if !st.IsSuccess() && st.Message() == defaultpreemption.ReasonNoCandidates {
+				refill()
+				i--
+				continue
+			}
 			if !st.IsSuccess() {
 				b.Fatalf("preempting for %s: %v", pod.Name, st)
 			}

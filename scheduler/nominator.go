@@ -62,6 +62,13 @@ func (n *Nominator) deleteLocked(uid types.UID) {
 	}
 }
 
+// NodeOf returns the node pod is nominated to, "" if none.
+func (n *Nominator) NodeOf(uid types.UID) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byPod[uid]
+}
+
 // ForNode lists the pods nominated to node.
 func (n *Nominator) ForNode(node string) []*framework.PodInfo {
 	n.mu.Lock()

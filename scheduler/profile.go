@@ -3,6 +3,7 @@ package scheduler
 import (
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
+	"github.com/podsafe/podsafe/scheduler/plugins/interpodaffinity"
 	"github.com/podsafe/podsafe/scheduler/plugins/nodeaffinity"
 	"github.com/podsafe/podsafe/scheduler/plugins/nodename"
 	"github.com/podsafe/podsafe/scheduler/plugins/noderesources"
@@ -21,6 +22,7 @@ func Plugins(cfg Config) []framework.PluginSpec {
 		{Factory: nodeaffinity.New},
 		{Factory: noderesources.NewFit},
 		{Factory: podtopologyspread.New(cfg.PodTopologySpread), Weight: 2},
+		{Factory: interpodaffinity.New, Weight: 2},
 		{Factory: noderesources.NewLeastAllocated, Weight: 1},
 	}
 	if !cfg.DisablePreemption {

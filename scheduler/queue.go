@@ -138,7 +138,9 @@ func (q *Queue) Activate(uid types.UID) {
 }
 
 // Pop blocks until a pod is ready and returns the most important one. The
-// pod stays known to the queue (in flight) until Done or Requeue.
+// pod stays known to the queue (in flight) until Done or Requeue. What it
+// returns is a copy: an informer update of the pod meanwhile (AddOrUpdate)
+// changes the queue's entry, not the cycle's.
 func (q *Queue) Pop(ctx context.Context) (*QueuedPod, error) {
 	for {
 		q.mu.Lock()
@@ -150,8 +152,9 @@ func (q *Queue) Pop(ctx context.Context) (*QueuedPod, error) {
 		if q.active.Len() > 0 {
 			qp := heap.Pop(&q.active).(*QueuedPod)
 			qp.where = inFlight
+			out := *qp
 			q.mu.Unlock()
-			return qp, nil
+			return &out, nil
 		}
 		q.mu.Unlock()
 		wait := time.Second

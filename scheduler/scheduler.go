@@ -1,8 +1,9 @@
 // Package scheduler is podsafe's pod scheduler: an ordinary client-go
-// component that watches pods, nodes, PodDisruptionBudgets and
-// PriorityClasses, takes pending pods from a priority queue, runs the
-// filter/score plugins of package framework over a snapshot of the cluster,
-// preempts lower-priority pods when a pod fits nowhere, and binds through
+// component that watches pods, nodes, PodDisruptionBudgets, PriorityClasses,
+// namespaces and the Services and controllers default spreading groups pods
+// by, takes pending pods from a priority queue, runs the filter/score
+// plugins of package framework over a snapshot of the cluster, preempts
+// lower-priority pods when a pod fits nowhere, and binds through
 // pods/binding.
 package scheduler
 
@@ -11,19 +12,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
+	"github.com/podsafe/podsafe/scheduler/plugins/podtopologyspread"
 )
 
 // Scheduler places pending pods on nodes. Run it once.
@@ -33,6 +39,10 @@ type Scheduler struct {
 	client    kubernetes.Interface
 	factory   informers.SharedInformerFactory
 	pdbLister policylisters.PodDisruptionBudgetLister
+	nsLister  corelisters.NamespaceLister
+	// workloads are the listers of the Services and controllers default
+	// spread constraints look up, set once Run knows which the API serves.
+	workloads atomic.Pointer[podtopologyspread.Workloads]
 
 	queue     *Queue
 	cache     *Cache
@@ -72,9 +82,15 @@ func New(cfg Config) (*Scheduler, error) {
 		binder:    &binder{client: client},
 	}
 	s.pdbLister = s.factory.Policy().V1().PodDisruptionBudgets().Lister()
+	s.nsLister = s.factory.Core().V1().Namespaces().Lister()
+	if cfg.PodTopologySpread.DefaultSelector == nil {
+		cfg.PodTopologySpread.DefaultSelector = s.workloadSelector
+		s.cfg.PodTopologySpread.DefaultSelector = s.workloadSelector
+	}
 	fw, err := framework.NewFramework(Plugins(cfg), framework.Options{
 		PodDisruptionBudgets: s.listPDBs,
 		NominatedPods:        s.nominator.ForNode,
+		NamespaceLabels:      s.namespaceLabels,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -90,6 +106,83 @@ func (s *Scheduler) listPDBs() []*policyv1.PodDisruptionBudget {
 		return nil
 	}
 	return pdbs
+}
+
+// namespaceLabels returns a namespace's labels from the informer, nil if
+// it is not known.
+func (s *Scheduler) namespaceLabels(name string) labels.Set {
+	ns, err := s.nsLister.Get(name)
+	if err != nil {
+		return nil
+	}
+	return ns.Labels
+}
+
+// workloadSelector is the default DefaultSelector of topology spreading
+// (TS-9): the Services and controllers the pod belongs to, once Run has
+// their listers.
+func (s *Scheduler) workloadSelector(pod *corev1.Pod) labels.Selector {
+	w := s.workloads.Load()
+	if w == nil {
+		return podtopologyspread.OwnerSelector(pod)
+	}
+	return w.Selector(pod)
+}
+
+// watchWorkloads asks the API which of Services, ReplicationControllers,
+// ReplicaSets and StatefulSets it serves, starts listers for those, and
+// hands them to default topology spreading. An informer on a kind the API
+// does not serve would never sync, so the others stay nil. It retries
+// discovery until it answers or ctx ends.
+func (s *Scheduler) watchWorkloads(ctx context.Context) error {
+	var served map[string]bool
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		var err error
+		if served, err = servedResources(s.client.Discovery(), "v1", "apps/v1"); err == nil {
+			break
+		}
+		s.log.Debug("discovering served workload kinds", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("discovering served workload kinds: %w", context.Cause(ctx))
+		case <-s.cfg.Clock.After(delay):
+		}
+	}
+	var w podtopologyspread.Workloads
+	if served["v1/services"] {
+		w.Services = s.factory.Core().V1().Services().Lister()
+	}
+	if served["v1/replicationcontrollers"] {
+		w.ReplicationControllers = s.factory.Core().V1().ReplicationControllers().Lister()
+	}
+	if served["apps/v1/replicasets"] {
+		w.ReplicaSets = s.factory.Apps().V1().ReplicaSets().Lister()
+	}
+	if served["apps/v1/statefulsets"] {
+		w.StatefulSets = s.factory.Apps().V1().StatefulSets().Lister()
+	}
+	s.workloads.Store(&w)
+	return nil
+}
+
+// servedResources returns "groupVersion/resource" for every resource the
+// API serves in the group versions; a group version it does not serve at
+// all is no error.
+func servedResources(d discovery.DiscoveryInterface, groupVersions ...string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, gv := range groupVersions {
+		list, err := d.ServerResourcesForGroupVersion(gv)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("discovering %s: %w", gv, err)
+		}
+		for _, r := range list.APIResources {
+			out[gv+"/"+r.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // Run starts the informers, waits for them to sync and schedules pods until
@@ -113,6 +206,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.factory.Policy().V1().PodDisruptionBudgets().Informer()
 	s.factory.Scheduling().V1().PriorityClasses().Informer()
+	s.factory.Core().V1().Namespaces().Informer()
+	if err := s.watchWorkloads(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
 	defer s.queue.Close()
@@ -156,7 +256,14 @@ func (s *Scheduler) onPod(obj any) {
 		s.nominator.Delete(pod.UID)
 	default:
 		s.queue.AddOrUpdate(pod)
-		s.nominator.Set(pod, pod.Status.NominatedNodeName)
+		node := pod.Status.NominatedNodeName
+		if node == "" {
+			// Nominations are this scheduler's to clear (clearLowerNominations,
+			// binding): a version from before its own nominatedNodeName patch
+			// must not drop the nomination.
+			node = s.nominator.NodeOf(pod.UID)
+		}
+		s.nominator.Set(pod, node)
 	}
 }
 
@@ -199,6 +306,13 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 	if _, counted := s.cache.PodNode(pod.UID); counted {
 		s.queue.Done(pod.UID)
 		return
+	}
+	if node := s.nominator.NodeOf(pod.UID); node != "" && pod.Status.NominatedNodeName != node {
+		// The informer has not shown this scheduler's nomination yet; the
+		// cycle must see it, or preemption would choose victims again while
+		// the first ones are still terminating.
+		pod = pod.DeepCopy()
+		pod.Status.NominatedNodeName = node
 	}
 	s.cache.UpdateSnapshot(s.snapshot)
 	s.fw.SetSnapshot(s.snapshot)

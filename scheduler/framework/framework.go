@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // MaxNodeScore is the highest score a Score plugin returns after
@@ -101,4 +102,7 @@ type Handle interface {
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *corev1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status
 	// PodDisruptionBudgets lists the budgets known to the scheduler.
 	PodDisruptionBudgets() []*policyv1.PodDisruptionBudget
+	// NamespaceLabels returns a namespace's labels (nil if unknown), for
+	// the namespaceSelector of inter-pod affinity terms.
+	NamespaceLabels(ns string) labels.Set
 }

@@ -65,21 +65,38 @@ type PodInfo struct {
 	Pod      *corev1.Pod
 	Requests Resource
 	Priority int32
+	// Affinity holds the pod's inter-pod affinity terms, nil if it has none
+	// (or only invalid ones, which the API would have refused).
+	Affinity *AffinityTerms
 }
 
 // NewPodInfo computes the PodInfo of pod.
 func NewPodInfo(pod *corev1.Pod) *PodInfo {
-	return &PodInfo{Pod: pod, Requests: PodRequests(pod), Priority: corev1helpers.PodPriority(pod)}
+	aff, err := ParseAffinityTerms(pod)
+	if err != nil {
+		aff = nil
+	}
+	return &PodInfo{Pod: pod, Requests: PodRequests(pod), Priority: corev1helpers.PodPriority(pod), Affinity: aff}
+}
+
+// hasRequiredAntiAffinity reports whether the pod repels others for good.
+func (pi *PodInfo) hasRequiredAntiAffinity() bool {
+	return pi.Affinity != nil && len(pi.Affinity.RequiredAntiAffinity) > 0
 }
 
 // NodeInfo is a node and the pods the scheduler counts on it: bound pods,
 // pods it has assumed while their binding is under way, and terminating pods
 // until they are gone (their resources are not free yet).
 type NodeInfo struct {
-	node        *corev1.Node
-	Pods        []*PodInfo
-	Requested   Resource
-	Allocatable Resource
+	node *corev1.Node
+	Pods []*PodInfo
+	// PodsWithAffinity are the pods of Pods with any inter-pod affinity term,
+	// and PodsWithRequiredAntiAffinity those with a required anti-affinity
+	// term, so inter-pod affinity need not look at every pod every cycle.
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	Requested                    Resource
+	Allocatable                  Resource
 	// Generation grows with every change; snapshots copy only changed nodes.
 	Generation int64
 }
@@ -111,28 +128,57 @@ func (n *NodeInfo) SetNode(node *corev1.Node) {
 func (n *NodeInfo) AddPod(pi *PodInfo) {
 	n.Pods = append(n.Pods, pi)
 	n.Requested.Add(pi.Requests)
+	if pi.Affinity != nil {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+		if pi.hasRequiredAntiAffinity() {
+			n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+		}
+	}
 }
 
 // RemovePod stops counting the pod with uid, reporting whether it was there.
 func (n *NodeInfo) RemovePod(uid types.UID) bool {
-	for i, pi := range n.Pods {
-		if pi.Pod.UID == uid {
-			n.Requested.Sub(pi.Requests)
-			last := len(n.Pods) - 1
-			n.Pods[i] = n.Pods[last]
-			n.Pods[last] = nil
-			n.Pods = n.Pods[:last]
-			return true
-		}
+	var gone *PodInfo
+	if n.Pods, gone = removeFrom(n.Pods, uid, false); gone == nil {
+		return false
 	}
-	return false
+	n.Requested.Sub(gone.Requests)
+	if len(n.PodsWithAffinity) > 0 {
+		// Clones share these lists' arrays: copy rather than shuffle in place.
+		n.PodsWithAffinity, _ = removeFrom(n.PodsWithAffinity, uid, true)
+		n.PodsWithRequiredAntiAffinity, _ = removeFrom(n.PodsWithRequiredAntiAffinity, uid, true)
+	}
+	return true
 }
 
-// Clone returns a copy whose pod list can change independently; the pods
+// removeFrom drops the pod with uid from list and returns it too (nil if it
+// was not there); with fresh it returns a new slice instead of changing
+// list's array.
+func removeFrom(list []*PodInfo, uid types.UID, fresh bool) ([]*PodInfo, *PodInfo) {
+	for i, pi := range list {
+		if pi.Pod.UID != uid {
+			continue
+		}
+		if fresh {
+			out := make([]*PodInfo, 0, len(list)-1)
+			return append(append(out, list[:i]...), list[i+1:]...), pi
+		}
+		last := len(list) - 1
+		list[i] = list[last]
+		list[last] = nil
+		return list[:last], pi
+	}
+	return list, nil
+}
+
+// Clone returns a copy whose pod lists can change independently; the pods
 // and the node themselves are shared and must not be modified.
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := *n
 	out.Pods = make([]*PodInfo, len(n.Pods), len(n.Pods)+1)
 	copy(out.Pods, n.Pods)
+	// Appending must not write into n's arrays; RemovePod copies them.
+	out.PodsWithAffinity = n.PodsWithAffinity[:len(n.PodsWithAffinity):len(n.PodsWithAffinity)]
+	out.PodsWithRequiredAntiAffinity = n.PodsWithRequiredAntiAffinity[:len(n.PodsWithRequiredAntiAffinity):len(n.PodsWithRequiredAntiAffinity)]
 	return &out
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
@@ -26,6 +27,9 @@ type Options struct {
 	// count those of at least the incoming pod's priority as if they were
 	// already there, so a preemptor's reservation holds (PR-4).
 	NominatedPods func(node string) []*PodInfo
+	// NamespaceLabels returns a namespace's labels (nil: every namespace
+	// is unlabelled).
+	NamespaceLabels NamespaceLabels
 }
 
 type weightedScorer struct {
@@ -91,6 +95,14 @@ func (f *Framework) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 		return nil
 	}
 	return f.opts.PodDisruptionBudgets()
+}
+
+// NamespaceLabels implements Handle.
+func (f *Framework) NamespaceLabels(ns string) labels.Set {
+	if f.opts.NamespaceLabels == nil {
+		return nil
+	}
+	return f.opts.NamespaceLabels(ns)
 }
 
 // HasPostFilterPlugins reports whether any PostFilter (preemption) is enabled.

@@ -7,6 +7,10 @@ import corev1 "k8s.io/api/core/v1"
 type Snapshot struct {
 	nodes map[string]int // name -> index in list
 	list  []*NodeInfo
+	// withAffinity and withRequiredAntiAffinity count the pods of every
+	// node with inter-pod affinity terms and with required anti-affinity
+	// terms, so a cycle can tell at once that there are none.
+	withAffinity, withRequiredAntiAffinity int
 	// Generation is the highest NodeInfo generation the snapshot reflects.
 	Generation int64
 }
@@ -26,8 +30,25 @@ func NewSnapshot(pods []*corev1.Pod, nodes []*corev1.Node) *Snapshot {
 			s.list[i].AddPod(NewPodInfo(p))
 		}
 	}
+	for _, ni := range s.list {
+		s.count(ni, 1)
+	}
 	return s
 }
+
+// count adds (sign 1) or subtracts (-1) ni's pods with affinity terms.
+func (s *Snapshot) count(ni *NodeInfo, sign int) {
+	s.withAffinity += sign * len(ni.PodsWithAffinity)
+	s.withRequiredAntiAffinity += sign * len(ni.PodsWithRequiredAntiAffinity)
+}
+
+// HasPodsWithAffinity reports whether any pod has inter-pod affinity or
+// anti-affinity terms.
+func (s *Snapshot) HasPodsWithAffinity() bool { return s.withAffinity > 0 }
+
+// HasPodsWithRequiredAntiAffinity reports whether any pod has a required
+// anti-affinity term.
+func (s *Snapshot) HasPodsWithRequiredAntiAffinity() bool { return s.withRequiredAntiAffinity > 0 }
 
 // NewEmptySnapshot returns a snapshot with no nodes.
 func NewEmptySnapshot() *Snapshot { return &Snapshot{nodes: map[string]int{}} }
@@ -53,7 +74,9 @@ func (s *Snapshot) NumNodes() int { return len(s.list) }
 // Set, which lets plugins keep per-node results between cycles.
 func (s *Snapshot) Set(ni *NodeInfo) {
 	name := ni.Node().Name
+	s.count(ni, 1)
 	if i, ok := s.nodes[name]; ok {
+		s.count(s.list[i], -1)
 		s.list[i] = ni
 		return
 	}
@@ -67,6 +90,7 @@ func (s *Snapshot) Remove(name string) {
 	if !ok {
 		return
 	}
+	s.count(s.list[i], -1)
 	delete(s.nodes, name)
 	s.list = append(s.list[:i], s.list[i+1:]...)
 	for j := i; j < len(s.list); j++ {

@@ -93,11 +93,11 @@ func (p *PodWrapper) NodeAffinityIn(key string, values ...string) *PodWrapper {
 }
 
 func (p *PodWrapper) nodeAffinity(req corev1.NodeSelectorRequirement) *PodWrapper {
-	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+	p.affinity().NodeAffinity = &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}},
 		},
-	}}
+	}
 	return p
 }
 
@@ -117,10 +117,88 @@ func (p *PodWrapper) Terminating() *PodWrapper {
 // NominatedNode sets status.nominatedNodeName.
 func (p *PodWrapper) NominatedNode(n string) *PodWrapper { p.Status.NominatedNodeName = n; return p }
 
-// OwnedBy makes kind/name the pod's controller.
+// OwnedBy makes kind/name the pod's controller, with the apiVersion the
+// kind is served at (v1 for ReplicationController, apps/v1 otherwise).
 func (p *PodWrapper) OwnedBy(kind, name string) *PodWrapper {
 	yes := true
-	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{Kind: kind, Name: name, Controller: &yes, APIVersion: "apps/v1"})
+	apiVersion := "apps/v1"
+	if kind == "ReplicationController" {
+		apiVersion = "v1"
+	}
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{Kind: kind, Name: name, Controller: &yes, APIVersion: apiVersion})
+	return p
+}
+
+// TermOpt changes one inter-pod affinity term.
+type TermOpt func(*corev1.PodAffinityTerm)
+
+// TermNamespaces sets the namespaces a term looks in.
+func TermNamespaces(ns ...string) TermOpt {
+	return func(t *corev1.PodAffinityTerm) { t.Namespaces = ns }
+}
+
+// TermNamespaceSelector makes a term look in the namespaces carrying the
+// labels in match ({} for every namespace).
+func TermNamespaceSelector(match map[string]string) TermOpt {
+	return func(t *corev1.PodAffinityTerm) { t.NamespaceSelector = &metav1.LabelSelector{MatchLabels: match} }
+}
+
+func term(key string, match map[string]string, opts []TermOpt) corev1.PodAffinityTerm {
+	t := corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: match}}
+	for _, o := range opts {
+		o(&t)
+	}
+	return t
+}
+
+func (p *PodWrapper) affinity() *corev1.Affinity {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	return p.Spec.Affinity
+}
+
+// PodAffinity adds a required podAffinity term: the pod must run in a
+// topologyKey domain holding a pod with the labels in match.
+func (p *PodWrapper) PodAffinity(key string, match map[string]string, opts ...TermOpt) *PodWrapper {
+	a := p.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term(key, match, opts))
+	return p
+}
+
+// PodAntiAffinity adds a required podAntiAffinity term: the pod must not
+// run in a topologyKey domain holding a pod with the labels in match.
+func (p *PodWrapper) PodAntiAffinity(key string, match map[string]string, opts ...TermOpt) *PodWrapper {
+	a := p.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term(key, match, opts))
+	return p
+}
+
+// PreferredPodAffinity adds a preferred podAffinity term of weight.
+func (p *PodWrapper) PreferredPodAffinity(weight int32, key string, match map[string]string, opts ...TermOpt) *PodWrapper {
+	a := p.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term(key, match, opts)})
+	return p
+}
+
+// PreferredPodAntiAffinity adds a preferred podAntiAffinity term of weight.
+func (p *PodWrapper) PreferredPodAntiAffinity(weight int32, key string, match map[string]string, opts ...TermOpt) *PodWrapper {
+	a := p.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term(key, match, opts)})
 	return p
 }
 

@@ -102,10 +102,20 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 }
 
 // FindCandidate dry-runs preemption on the nodes where it might help and
-// returns the best candidate, or nil. It never changes the snapshot. The
-// dry-runs are spread over Parallelism goroutines, each on its own copy of
-// the state and the node; the candidates are taken in node order, so the
-// result does not depend on the parallelism.
+// returns the best candidate, or nil. It never changes the snapshot.
+//
+// Nodes are tried lowest-priority victims first: grouped by the lowest
+// priority among their lower-priority pods, and within a group in the
+// rotating order that spreads preemption over the cluster. Up to the
+// wanted number of candidates are collected; the search stops sooner once
+// no node left can beat the best candidate (PR-11): a node whose
+// lower-priority pods all have at least the best candidate's highest victim
+// priority cannot yield a better one when that candidate violates no budget
+// and takes one victim, nor when its priority is below theirs.
+//
+// The dry-runs are spread over Parallelism goroutines, each on its own copy
+// of the state and the node, but their results are taken in order as if
+// one by one, so the result does not depend on the parallelism.
 func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, statuses framework.NodeToStatus) *Candidate {
 	nodes := pl.h.Snapshot().List()
 	potential := make([]*framework.NodeInfo, 0, len(nodes))
@@ -121,42 +131,98 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 	}
 	want := max(int(pl.args.MinCandidateNodesAbsolute), len(potential)*int(pl.args.MinCandidateNodesPercentage)/100)
 	budgets := newBudgets(pl.h.PodDisruptionBudgets())
-	start := int(pl.offset.Load() % int64(len(potential)))
+	var affinity []framework.AffinityTerm
+	if terms, err := framework.ParseAffinityTerms(pod); err == nil && terms != nil {
+		// An invalid term made PreFilter fail already; none is left here.
+		affinity = terms.RequiredAffinity
+	}
+	order, lowest := lowestFirst(potential, int(pl.offset.Load()%int64(len(potential))), corev1helpers.PodPriority(pod))
 	workers := framework.Parallelism()
 	var cands []*Candidate
-	results := make([]*Candidate, min(len(potential), want))
-	for done := 0; done < len(potential) && len(cands) < want; {
+	var best *Candidate
+	var bestKey candidateKey
+	beaten := func(i int) bool { return best != nil && bestKey.unbeatableAbove(lowest[i]) }
+	results := make([]*Candidate, min(len(order), want))
+	// Batches start small and double, so a search that ends early has not
+	// dry-run hundreds of nodes first.
+	grow := 8 * workers
+	for done := 0; done < len(order) && len(cands) < want && !beaten(done); grow *= 2 {
 		if ctx.Err() != nil {
 			return nil
 		}
 		// Dry-run as many nodes as candidates are still missing, but enough
-		// to keep every worker busy.
-		batch := min(len(potential)-done, max(want-len(cands), 8*workers))
+		// to keep every worker busy, and none the best so far beats.
+		batch := min(len(order)-done, max(min(want-len(cands), grow), 8*workers))
+		for n := 1; n < batch; n++ {
+			if beaten(done + n) {
+				batch = n
+				break
+			}
+		}
 		if batch > len(results) {
 			results = make([]*Candidate, batch)
 		}
 		framework.Parallelize(ctx, workers, batch, func(i int) {
-			ni := potential[(start+done+i)%len(potential)]
-			results[i] = pl.selectVictims(ctx, state.Clone(), pod, ni.Clone(), budgets)
+			results[i] = pl.selectVictims(ctx, state.Clone(), pod, order[done+i].Clone(), budgets, affinity)
 		})
-		for i := 0; i < batch && len(cands) < want; i++ {
-			if results[i] != nil {
-				cands = append(cands, results[i])
+		taken := 0
+		for ; taken < batch && len(cands) < want && !beaten(done+taken); taken++ {
+			if c := results[taken]; c != nil {
+				cands = append(cands, c)
+				if k := keyOf(c); best == nil || k.less(bestKey) {
+					best, bestKey = c, k
+				}
 			}
 		}
-		done += batch
+		done += taken
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	pl.offset.Add(int64(len(cands)))
-	return pickBest(cands)
+	return best
+}
+
+// lowestFirst orders nodes, taken round from start, by the lowest priority
+// among their pods of lower priority than prio, lowest first; nodes without
+// such pods are left out, as no removal can make room on them. lowest[i] is
+// that priority for order[i].
+func lowestFirst(nodes []*framework.NodeInfo, start int, prio int32) (order []*framework.NodeInfo, lowest []int32) {
+	groups := map[int32][]*framework.NodeInfo{}
+	var keys []int32
+	for i := range nodes {
+		ni := nodes[(start+i)%len(nodes)]
+		low, found := int32(math.MaxInt32), false
+		for _, pi := range ni.Pods {
+			if pi.Priority < prio {
+				low, found = min(low, pi.Priority), true
+			}
+		}
+		if !found {
+			continue
+		}
+		if _, ok := groups[low]; !ok {
+			keys = append(keys, low)
+		}
+		groups[low] = append(groups[low], ni)
+	}
+	slices.Sort(keys)
+	order, lowest = make([]*framework.NodeInfo, 0, len(nodes)), make([]int32, 0, len(nodes))
+	for _, k := range keys {
+		for _, ni := range groups[k] {
+			order, lowest = append(order, ni), append(lowest, k)
+		}
+	}
+	return order, lowest
 }
 
 // selectVictims removes every lower-priority pod from ni; if the pod then
 // fits, it reprieves as many as it can, the most important first and PDB-
 // protected ones before the rest, so only the pods that must go are victims.
-func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget) *Candidate {
+// A node where a required affinity term of the pod selects a lower-priority
+// pod is no candidate (PR-8): the pod is attracted by the very pods
+// preemption would remove.
+func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget, affinity []framework.AffinityTerm) *Candidate {
 	prio := corev1helpers.PodPriority(pod)
 	lower := make([]*framework.PodInfo, 0, len(ni.Pods))
 	for _, pi := range ni.Pods {
@@ -164,7 +230,7 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework
 			lower = append(lower, pi)
 		}
 	}
-	if len(lower) == 0 {
+	if len(lower) == 0 || attractedBy(affinity, lower, pl.h.NamespaceLabels) {
 		return nil
 	}
 	for _, pi := range lower {
@@ -212,6 +278,19 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework
 		return nil
 	}
 	return c
+}
+
+// attractedBy reports whether any of the required affinity terms selects
+// one of pods.
+func attractedBy(affinity []framework.AffinityTerm, pods []*framework.PodInfo, ns framework.NamespaceLabels) bool {
+	for i := range affinity {
+		for _, pi := range pods {
+			if affinity[i].Matches(pi.Pod, ns) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // moreImportant orders pods by priority, then the older first.
@@ -276,44 +355,44 @@ func splitByPDB(pods []*framework.PodInfo, budgets []budget) (violating, safe []
 	return violating, safe
 }
 
-// pickBest chooses among candidates (PR-7, PR-11): fewest PDB violations,
-// then the lowest highest-priority victim, then the lowest sum of victim
-// priorities, then the fewest victims, then the first found.
-func pickBest(cands []*Candidate) *Candidate {
-	if len(cands) == 0 {
-		return nil
+// candidateKey is what candidates are compared by (PR-7, PR-11): fewest
+// PDB violations, then the lowest highest-priority victim, then the lowest
+// sum of victim priorities, then the fewest victims; a tie goes to the
+// candidate found first.
+type candidateKey struct {
+	violations, victims int
+	highest             int32
+	sum                 int64
+}
+
+func keyOf(c *Candidate) candidateKey {
+	k := candidateKey{violations: c.PDBViolations, victims: len(c.Victims), highest: math.MinInt32}
+	for _, v := range c.Victims {
+		k.highest = max(k.highest, v.Priority)
+		// Shift so negative priorities still add up in order.
+		k.sum += int64(v.Priority) + math.MaxInt32 + 1
 	}
-	type key struct {
-		violations, victims int
-		highest             int32
-		sum                 int64
+	return k
+}
+
+// less reports whether k is strictly better than o.
+func (k candidateKey) less(o candidateKey) bool {
+	switch {
+	case k.violations != o.violations:
+		return k.violations < o.violations
+	case k.highest != o.highest:
+		return k.highest < o.highest
+	case k.sum != o.sum:
+		return k.sum < o.sum
 	}
-	keyOf := func(c *Candidate) key {
-		k := key{violations: c.PDBViolations, victims: len(c.Victims), highest: math.MinInt32}
-		for _, v := range c.Victims {
-			k.highest = max(k.highest, v.Priority)
-			// Shift so negative priorities still add up in order.
-			k.sum += int64(v.Priority) + math.MaxInt32 + 1
-		}
-		return k
-	}
-	best, bk := cands[0], keyOf(cands[0])
-	for _, c := range cands[1:] {
-		k := keyOf(c)
-		better := false
-		switch {
-		case k.violations != bk.violations:
-			better = k.violations < bk.violations
-		case k.highest != bk.highest:
-			better = k.highest < bk.highest
-		case k.sum != bk.sum:
-			better = k.sum < bk.sum
-		case k.victims != bk.victims:
-			better = k.victims < bk.victims
-		}
-		if better {
-			best, bk = c, k
-		}
-	}
-	return best
+	return k.victims < o.victims
+}
+
+// unbeatableAbove reports whether no candidate on a node whose
+// lower-priority pods all have priority low or more can be strictly better
+// than k. Such a candidate has at least one victim, of priority low or
+// more, so its highest victim is no lower than low and its sum no lower
+// than that victim's.
+func (k candidateKey) unbeatableAbove(low int32) bool {
+	return k.violations == 0 && (low > k.highest || (low == k.highest && k.victims == 1))
 }

@@ -2,6 +2,9 @@ package defaultpreemption_test
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"sort"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
+	"github.com/podsafe/podsafe/scheduler/plugins/interpodaffinity"
 	"github.com/podsafe/podsafe/scheduler/plugins/noderesources"
 	"github.com/podsafe/podsafe/scheduler/plugins/tainttoleration"
 	"github.com/podsafe/podsafe/scheduler/st"
@@ -29,10 +33,17 @@ type outcome struct {
 // none fits, runs the PostFilter with the rejections.
 func runPreemption(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod, pdbs ...*policyv1.PodDisruptionBudget) outcome {
 	tb.Helper()
+	return runPreemptionWith(tb, defaultpreemption.Args{}, nodes, pods, pod, pdbs...)
+}
+
+// runPreemptionWith is runPreemption with the plugin's args.
+func runPreemptionWith(tb testing.TB, args defaultpreemption.Args, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod, pdbs ...*policyv1.PodDisruptionBudget) outcome {
+	tb.Helper()
 	fw, err := framework.NewFramework([]framework.PluginSpec{
 		{Factory: tainttoleration.New},
 		{Factory: noderesources.NewFit},
-		{Factory: defaultpreemption.New(defaultpreemption.Args{})},
+		{Factory: interpodaffinity.New},
+		{Factory: defaultpreemption.New(args)},
 	}, framework.Options{PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs }})
 	if err != nil {
 		tb.Fatal(err)
@@ -196,5 +207,210 @@ func TestCandidateSelection(t *testing.T) {
 				t.Errorf("preemption (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestInterPodAffinityPreemption: a node is no candidate when the preemptor
+// is attracted by lower-priority pods there (PR-8), while anti-affinity is
+// something preemption can resolve.
+func TestInterPodAffinityPreemption(t *testing.T) {
+	db := map[string]string{"app": "db"}
+	zone := "topology.kubernetes.io/zone"
+	zoned := func(name, z, cpu string) *corev1.Node {
+		return st.MakeNode().Name(name).Label(zone, z).Capacity(cpu, "64Gi", "110").Obj()
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		pod   *corev1.Pod
+		want  outcome
+	}{
+		{
+			name:  "PR-8 the node holding the lower-priority pods the preemptor needs is skipped",
+			nodes: []*corev1.Node{zoned("n1", "a", "2"), zoned("n2", "a", "2")},
+			pods: []*corev1.Pod{
+				running("db", "n1", 1, "1"), running("filler", "n1", 1, "1"),
+				running("other", "n2", 5, "2"),
+			},
+			// Without PR-8, n1's priority-1 victims would beat n2's priority 5.
+			pod:  st.MakePod().Name("preemptor").Priority(10).Req("2", "").PodAffinity(zone, db).Obj(),
+			want: outcome{Node: "n2", Victims: []string{"other"}},
+		},
+		{
+			name:  "PR-8 with the attracting pods on the only node, nothing is preempted",
+			nodes: []*corev1.Node{node("n1", "2")},
+			pods:  []*corev1.Pod{running("db", "n1", 1, "2")},
+			pod:   st.MakePod().Name("preemptor").Priority(10).Req("1", "").PodAffinity("kubernetes.io/hostname", db).Obj(),
+			want:  outcome{Reason: defaultpreemption.ReasonNoCandidates},
+		},
+		{
+			name:  "PR-8 holds even for a preemptor that matches its own affinity",
+			nodes: []*corev1.Node{node("n1", "2")},
+			pods:  []*corev1.Pod{running("db", "n1", 1, "2")},
+			pod: st.MakePod().Name("preemptor").Label("app", "db").Priority(10).Req("1", "").
+				PodAffinity("kubernetes.io/hostname", db).Obj(),
+			want: outcome{Reason: defaultpreemption.ReasonNoCandidates},
+		},
+		{
+			name:  "affinity to a higher-priority pod does not stop preemption of others",
+			nodes: []*corev1.Node{node("n1", "2")},
+			pods:  []*corev1.Pod{running("db", "n1", 20, "1"), running("filler", "n1", 1, "1")},
+			pod:   st.MakePod().Name("preemptor").Priority(10).Req("1", "").PodAffinity("kubernetes.io/hostname", db).Obj(),
+			want:  outcome{Node: "n1", Victims: []string{"filler"}},
+		},
+		{
+			name:  "a lower-priority pod the preemptor repels is a victim",
+			nodes: []*corev1.Node{node("n1", "4")},
+			pods:  []*corev1.Pod{running("db", "n1", 1, "1"), running("keep", "n1", 2, "1")},
+			pod:   st.MakePod().Name("preemptor").Priority(10).Req("1", "").PodAntiAffinity("kubernetes.io/hostname", db).Obj(),
+			want:  outcome{Node: "n1", Victims: []string{"db"}},
+		},
+		{
+			name:  "a lower-priority pod repelling the preemptor is a victim",
+			nodes: []*corev1.Node{node("n1", "4")},
+			pods: []*corev1.Pod{
+				st.MakePod().Name("shy").Priority(1).Req("1", "").PodAntiAffinity("kubernetes.io/hostname",
+					map[string]string{"app": "loud"}).Node("n1").Obj(),
+				running("keep", "n1", 2, "1"),
+			},
+			pod:  st.MakePod().Name("preemptor").Label("app", "loud").Priority(10).Req("1", "").Obj(),
+			want: outcome{Node: "n1", Victims: []string{"shy"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runPreemption(t, tc.nodes, tc.pods, tc.pod)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("preemption (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCandidateSearchOrder: nodes are tried lowest-priority victims first,
+// so even when only one candidate is wanted it is usually the best (PR-11).
+func TestCandidateSearchOrder(t *testing.T) {
+	one := defaultpreemption.Args{MinCandidateNodesAbsolute: 1, MinCandidateNodesPercentage: 1}
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want outcome
+	}{
+		{
+			name: "the lowest-priority victims are found first",
+			pods: []*corev1.Pod{running("p5", "n1", 5, "2"), running("p3", "n2", 3, "2"), running("p1", "n3", 1, "2")},
+			want: outcome{Node: "n3", Victims: []string{"p1"}},
+		},
+		{
+			name: "with the wanted candidates found, a better node further on is not seen",
+			pods: []*corev1.Pod{
+				running("p1", "n1", 1, "1"), running("p2", "n1", 2, "1"),
+				running("q2", "n2", 2, "2"),
+				running("r1", "n3", 1, "1"), running("r1b", "n3", 1, "1"),
+			},
+			// n1 and n3 both start at priority 1; n1, first, takes p1 and
+			// p2; n3 would take two pods of priority 1.
+			want: outcome{Node: "n1", Victims: []string{"p1", "p2"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*corev1.Node{node("n1", "2"), node("n2", "2"), node("n3", "2")}
+			got := runPreemptionWith(t, one, nodes, tc.pods, preemptor(10, "2"))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("preemption (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCandidateSearchFindsBest compares, on random clusters, the search
+// that stops once no node can beat its best candidate with the best of
+// every node dry-run alone: both must have the same victim priorities.
+func TestCandidateSearchFindsBest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	type key struct {
+		highest int32
+		sum     int64
+		victims int
+	}
+	keyOf := func(o outcome, prio map[string]int32) key {
+		k := key{highest: math.MinInt32, victims: len(o.Victims)}
+		for _, v := range o.Victims {
+			k.highest = max(k.highest, prio[v])
+			// Shifted as the plugin does, which makes fewer victims win
+			// over a lower plain sum.
+			k.sum += int64(prio[v]) + math.MaxInt32 + 1
+		}
+		return k
+	}
+	better := func(a, b key) bool {
+		switch {
+		case a.highest != b.highest:
+			return a.highest < b.highest
+		case a.sum != b.sum:
+			return a.sum < b.sum
+		}
+		return a.victims < b.victims
+	}
+	compared := 0
+	for round := range 200 {
+		var nodes []*corev1.Node
+		var pods []*corev1.Pod
+		prio := map[string]int32{}
+		for n := range 6 {
+			name := fmt.Sprintf("n%d", n)
+			nodes = append(nodes, node(name, "4"))
+			for p := range 1 + rng.IntN(4) {
+				pn := fmt.Sprintf("%s-p%d", name, p)
+				prio[pn] = int32(rng.IntN(12))
+				pods = append(pods, running(pn, name, prio[pn], "1"))
+			}
+		}
+		pod := preemptor(10, fmt.Sprint(1+rng.IntN(4)))
+		if fits := func() bool {
+			for _, n := range nodes {
+				used := 0
+				for _, p := range pods {
+					if p.Spec.NodeName == n.Name {
+						used++
+					}
+				}
+				if used+int(pod.Spec.Containers[0].Resources.Requests.Cpu().Value()) <= 4 {
+					return true
+				}
+			}
+			return false
+		}(); fits {
+			continue
+		}
+		got := runPreemption(t, nodes, pods, pod)
+		compared++
+		var best *key
+		for _, n := range nodes {
+			var alone []*corev1.Pod
+			for _, p := range pods {
+				if p.Spec.NodeName == n.Name {
+					alone = append(alone, p)
+				}
+			}
+			o := runPreemption(t, []*corev1.Node{n}, alone, pod)
+			if o.Node == "" {
+				continue
+			}
+			if k := keyOf(o, prio); best == nil || better(k, *best) {
+				best = &k
+			}
+		}
+		switch {
+		case best == nil && got.Node != "":
+			t.Fatalf("round %d: preempted on %s, but no node alone is a candidate", round, got.Node)
+		case best != nil && got.Node == "":
+			t.Fatalf("round %d: no preemption, want victims like %+v", round, *best)
+		case best != nil && keyOf(got, prio) != *best:
+			t.Fatalf("round %d: victims %v of key %+v, want key %+v", round, got.Victims, keyOf(got, prio), *best)
+		}
+	}
+	if compared < 50 {
+		t.Errorf("only %d of 200 random clusters needed preemption", compared)
 	}
 }

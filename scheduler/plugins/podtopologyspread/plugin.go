@@ -47,8 +47,9 @@ type Args struct {
 	// DefaultConstraints apply with List defaulting; they carry no
 	// labelSelector: the selector comes from the pod's owner.
 	DefaultConstraints []corev1.TopologySpreadConstraint
-	// DefaultSelector returns the selector of the workload pod belongs to, or
-	// nil if it belongs to none (nil func: OwnerSelector).
+	// DefaultSelector returns the selector of the workloads pod belongs to,
+	// or nil if it belongs to none (nil func: OwnerSelector). The scheduler
+	// passes Workloads.Selector, which sees Services too.
 	DefaultSelector func(pod *corev1.Pod) labels.Selector
 
 	_ struct{}
@@ -114,23 +115,3 @@ func New(args Args) framework.PluginFactory {
 
 // Name implements framework.Plugin.
 func (*PodTopologySpread) Name() string { return Name }
-
-// OwnerSelector is the default workload selector: a pod controlled by a
-// ReplicaSet, StatefulSet or ReplicationController is grouped with the pods
-// carrying the same labels. Services are not tracked by the scheduler, so
-// pods that belong only to a Service get no default constraints.
-func OwnerSelector(pod *corev1.Pod) labels.Selector {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			continue
-		}
-		switch ref.Kind {
-		case "ReplicaSet", "StatefulSet", "ReplicationController":
-			if len(pod.Labels) == 0 {
-				return nil
-			}
-			return labels.SelectorFromSet(labels.Set(pod.Labels))
-		}
-	}
-	return nil
-}
