@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,6 +195,9 @@ func prepareCreate(res *resourceInfo, obj runtime.Object) {
 	applyDefaults(obj)
 	if res.resetStatusOnCreate {
 		setStatus(obj, nil)
+	}
+	if m, err := metaOf(obj); err == nil && hasSpec(obj) {
+		m.SetGeneration(1)
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -493,3 +497,42 @@ func (s *Server) admitPriorityClass(ctx context.Context, pc *schedulingv1.Priori
 }
 
 var grPriorityClasses = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses").GroupResource()
+
+// hasSpec reports whether obj has a spec whose changes metadata.generation
+// counts (every served kind with a spec; pods too, as kube-apiserver does).
+func hasSpec(obj runtime.Object) bool {
+	_, ok := specJSON(obj)
+	return ok
+}
+
+// specJSON returns the JSON of obj's spec, and false when it has none.
+func specJSON(obj runtime.Object) (json.RawMessage, bool) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, false
+	}
+	var top struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(b, &top) != nil || len(top.Spec) == 0 {
+		return nil, false
+	}
+	return top.Spec, true
+}
+
+// bumpGeneration increments out's metadata.generation when its spec differs
+// from cur's, as kube-apiserver does, so controllers can report
+// status.observedGeneration.
+func bumpGeneration(cur, out runtime.Object) {
+	a, okA := specJSON(cur)
+	b, okB := specJSON(out)
+	if !okA || !okB || bytes.Equal(a, b) {
+		return
+	}
+	cm, err1 := metaOf(cur)
+	om, err2 := metaOf(out)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	om.SetGeneration(cm.GetGeneration() + 1)
+}

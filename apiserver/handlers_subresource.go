@@ -357,6 +357,7 @@ func (s *Server) updateScale(ctx context.Context, ri *requestInfo, change func(*
 		}
 		upd := cur.DeepCopyObject()
 		setReplicas(upd, sc.Spec.Replicas)
+		bumpGeneration(cur, upd)
 		if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbUpdate, Resource: ri.res.gr, Subresource: subScale,
 			Namespace: ri.namespace, Name: ri.name, Object: upd, Old: cur}); err != nil {
 			return nil, err

@@ -242,6 +242,7 @@ func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string
 		updMeta.SetGeneration(curMeta.GetGeneration())
 		updMeta.SetGenerateName(curMeta.GetGenerateName())
 		applyDefaults(out)
+		bumpGeneration(cur, out)
 		if ri.res.hasSubresource(subStatus) {
 			setStatus(out, cur)
 		}
