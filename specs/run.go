@@ -134,7 +134,16 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	// the workload draw independently and reproducibly.
 	nemesisRng := mrand.New(mrand.NewPCG(s.Seed, 1))
 	workloadSeed := mrand.New(mrand.NewPCG(s.Seed, 2)).Uint64()
+	w, err := workload.Lookup(s.Workload)
+	if err != nil {
+		return err
+	}
+	need := w.Needs()
 	cfg := cluster.Config{
+		Kubelets:    need.Kubelets,
+		Scheduler:   need.Scheduler,
+		Controllers: need.Controllers,
+		Fencing:     cluster.FencingOptions{Enabled: need.Fencing},
 		Topology:   s.Topology,
 		TimeScale:  s.TimeScale,
 		Durable:    s.Durable,
@@ -185,8 +194,19 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}()
 	progressDone := make(chan struct{})
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
-	w := &workload.Register{Keys: s.Keys}
-	wlErr := w.Run(runCtx, clients, rec, workloadSeed, stats)
+	if r, ok := w.(*workload.Register); ok {
+		r.Keys = s.Keys
+	}
+	env := workload.Env{
+		Clients: clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
+		Clock: c.Clock(), TimeScale: s.TimeScale, Concurrency: len(clients),
+		Zones: map[string]string{},
+	}
+	for _, n := range s.Topology.Nodes {
+		env.Nodes = append(env.Nodes, n.Name)
+		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
+	}
+	wlErr := w.Run(runCtx, env)
 	stop()
 	wg.Wait()
 	close(progressDone)

@@ -13,20 +13,23 @@ import (
 
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/workload"
 )
 
 // ErrInvalidScenario: a scenario field is out of range or unknown.
 var ErrInvalidScenario = errors.New("invalid scenario")
 
 // Workloads lists the workloads Run knows, with one line each.
-var Workloads = map[string]string{
-	"register": "create/get/compare-and-swap/delete on a small rotating key set through the API; checked for linearizability",
-}
+func Workloads() map[string]string { return workload.Describe() }
 
 // Bugs lists the planted bugs a scenario can switch on, with one line each.
 var Bugs = map[string]string{
 	"stale-read": "every store member serves reads from its local state without asking the leader (breaks linearizability)",
 }
+
+// DefaultPodTimeScale is the time scale of scenarios whose workload runs
+// pods, unless the scenario sets one.
+const DefaultPodTimeScale = 50
 
 // Scenario is one test run, as data: what cluster, which workload, which
 // faults, for how long, from which seed.
@@ -74,7 +77,13 @@ func (s *Scenario) Defaults() {
 		s.Duration = Duration(30 * time.Second)
 	}
 	if s.TimeScale == 0 {
+		// The store alone runs in real time; a workload with kubelets and
+		// controllers has grace periods, leases and tolerations worth
+		// minutes, so its cluster clock runs faster by default.
 		s.TimeScale = 1
+		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets {
+			s.TimeScale = DefaultPodTimeScale
+		}
 	}
 	if s.Concurrency == 0 {
 		s.Concurrency = 2 * s.Topology.Members
@@ -86,8 +95,14 @@ func (s *Scenario) Defaults() {
 
 // Validate reports the first problem, naming the field and the fix.
 func (s *Scenario) Validate() error {
-	if _, ok := Workloads[s.Workload]; !ok {
-		return fmt.Errorf("%w: workload %q is unknown; choose one of %s", ErrInvalidScenario, s.Workload, keys(Workloads))
+	w, err := workload.Lookup(s.Workload)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if need := w.Needs(); need.MinNodes > len(s.Topology.Nodes) {
+		return fmt.Errorf("%w: workload %s needs at least %d nodes, the topology has %d (--nodes)", ErrInvalidScenario, s.Workload, need.MinNodes, len(s.Topology.Nodes))
+	} else if need.Zones > 0 && zonesOf(s.Topology) < need.Zones {
+		return fmt.Errorf("%w: workload %s needs nodes in at least %d zones, the topology has %d (--zones)", ErrInvalidScenario, s.Workload, need.Zones, zonesOf(s.Topology))
 	}
 	if _, err := nemesis.Lookup(s.Nemesis...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
@@ -113,6 +128,17 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	return nil
+}
+
+// zonesOf counts the distinct zones of t's nodes.
+func zonesOf(t cluster.Topology) int {
+	zones := map[string]bool{}
+	for _, n := range t.Nodes {
+		if z := n.Labels[cluster.LabelZone]; z != "" {
+			zones[z] = true
+		}
+	}
+	return len(zones)
 }
 
 func (s *Scenario) hasBug(name string) bool {

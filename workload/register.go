@@ -85,9 +85,14 @@ func (w *Register) defaults() {
 	}
 }
 
-// Run drives one process per clientset until ctx ends. seed makes each
-// process's choices reproducible. Operations are recorded in rec.
-func (w *Register) Run(ctx context.Context, clients []kubernetes.Interface, rec *history.Recorder, seed uint64, stats *Stats) error {
+// Run implements Workload: one process per client until ctx ends.
+func (w *Register) Run(ctx context.Context, env Env) error {
+	return w.RunClients(ctx, env.Clients, env.Recorder, env.Seed, env.Stats)
+}
+
+// RunClients drives one process per clientset until ctx ends. seed makes
+// each process's choices reproducible. Operations are recorded in rec.
+func (w *Register) RunClients(ctx context.Context, clients []kubernetes.Interface, rec *history.Recorder, seed uint64, stats *Stats) error {
 	w.defaults()
 	if len(clients) == 0 {
 		return errors.New("register workload: no clients")

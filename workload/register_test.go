@@ -67,7 +67,7 @@ func TestRegisterRecordsCheckableOps(t *testing.T) {
 	defer cancel()
 	stats := &workload.Stats{}
 	w := &workload.Register{Keys: 2, OpsPerKey: 50}
-	if err := w.Run(runCtx, clients, rec, 7, stats); err != nil {
+	if err := w.RunClients(runCtx, clients, rec, 7, stats); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Close(); err != nil {

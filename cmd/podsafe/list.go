@@ -20,7 +20,7 @@ func newListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, "Workloads:")
-			printMap(out, specs.Workloads)
+			printMap(out, specs.Workloads())
 			fmt.Fprintln(out, "\nNemeses:")
 			for _, f := range nemesis.All() {
 				fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())

@@ -55,7 +55,7 @@ func TestBadInput(t *testing.T) {
 		{"delete --confirm without --force", []string{"delete", "pod", "web", "--confirm"}, exitUsage, "--confirm confirms a force deletion; it needs --force"},
 		{"delete --force with a grace period", []string{"delete", "pod", "web", "--force", "--grace-period", "5"}, exitUsage, "cannot be combined with --grace-period 5"},
 		{"delete without a kubeconfig", []string{"delete", "pod", "web", "--kubeconfig", "/nonexistent/kc"}, exitUsage, "reading kubeconfig /nonexistent/kc"},
-		{"unknown workload", []string{"test", "--workload", "nope"}, exitUsage, `workload "nope" is unknown`},
+		{"unknown workload", []string{"test", "--workload", "nope"}, exitUsage, `unknown workload "nope"; choose one of`},
 		{"unknown nemesis", []string{"test", "--nemesis", "meteor"}, exitUsage, `unknown nemesis "meteor"`},
 		{"two members", []string{"test", "--members", "2"}, exitUsage, "members must be 1, 3 or 5"},
 		{"unknown bug", []string{"test", "--bug", "nope"}, exitUsage, `bug "nope" is unknown`},

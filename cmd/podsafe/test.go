@@ -51,7 +51,7 @@ func newTestCmd() *cobra.Command {
 	fl.StringSliceVar(&f.nemesis, "nemesis", []string{"partition"}, "faults or fault groups, comma separated, or none (see podsafe list)")
 	fl.DurationVar(&f.nemesisInterval, "nemesis-interval", 5*time.Second, "mean time between nemesis operations")
 	fl.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "how long the workload runs")
-	fl.Float64Var(&f.timeScale, "time-scale", 1, "the cluster clock runs this many times faster than wall time")
+	fl.Float64Var(&f.timeScale, "time-scale", 0, "the cluster clock runs this many times faster than wall time (default 1 for register, 50 for workloads that run pods)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "client processes (default 2 × members)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random choice (default: random, printed)")
 	fl.IntVar(&f.members, "members", 3, "control-plane members: 1, 3 or 5")

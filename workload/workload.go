@@ -1,0 +1,130 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// Needs says which parts of the control plane a workload needs besides the
+// store and API servers; a scenario builds its cluster accordingly.
+type Needs struct {
+	// Kubelets: a kubelet with a simulated runtime on every node (and the
+	// shared storage server).
+	Kubelets bool
+	// Scheduler binds the workload's pods.
+	Scheduler bool
+	// Controllers: node lifecycle, pod GC, pet, ReplicaSet, attach/detach
+	// (and disruption) controllers.
+	Controllers bool
+	// Fencing: the fencing controller with the default agents.
+	Fencing bool
+	// MinNodes is the fewest nodes the workload makes sense with (0: any).
+	MinNodes int
+	// Zones wants nodes spread over at least this many zones (0: any).
+	Zones int
+}
+
+// Env is what a workload runs with.
+type Env struct {
+	// Clients are clientsets of the workload identity, one per process,
+	// each recording its API calls in the history; a process may use only
+	// its own.
+	Clients []kubernetes.Interface
+	// Recorder receives the workload's operations (Invoke/Complete).
+	Recorder *history.Recorder
+	// Seed makes every choice reproducible; derive one stream per process.
+	Seed uint64
+	// Stats counts completed operations by outcome.
+	Stats *Stats
+	// Clock is the cluster's scaled clock: durations the workload waits for
+	// (grace periods, scripts) are on it.
+	Clock clock.WithTicker
+	// TimeScale is how many times faster than wall time Clock runs.
+	TimeScale float64
+	// Nodes names the cluster's nodes, Zones maps each node to its zone
+	// ("" when the topology has none).
+	Nodes []string
+	Zones map[string]string
+	// Concurrency is len(Clients).
+	Concurrency int
+}
+
+// Workload generates client operations against a cluster. Implementations
+// record every operation they perform (Env.Recorder) before it starts and
+// when it ends, so an operation of unknown outcome is visible as such.
+type Workload interface {
+	// Name is the workload's name on the command line.
+	Name() string
+	// Describe is one line for `podsafe list`.
+	Describe() string
+	// Needs says what the cluster must run for this workload.
+	Needs() Needs
+	// Run drives the workload until ctx ends and then returns; operations
+	// in flight when ctx ends are recorded with the outcome known then.
+	Run(ctx context.Context, env Env) error
+}
+
+// ErrUnknownWorkload: no workload has that name.
+var ErrUnknownWorkload = errors.New("unknown workload")
+
+var registry = map[string]func() Workload{}
+
+// Add makes a workload available under its name; new builds a fresh,
+// default-configured value for each run. It panics on a duplicate name.
+func Add(name string, new func() Workload) {
+	if _, dup := registry[name]; dup {
+		panic("workload " + name + " registered twice")
+	}
+	registry[name] = new
+}
+
+// Lookup returns a fresh workload called name.
+func Lookup(name string) (Workload, error) {
+	mk, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q; choose one of %s", ErrUnknownWorkload, name, strings.Join(Names(), ", "))
+	}
+	return mk(), nil
+}
+
+// Names lists the registered workloads, sorted.
+func Names() []string {
+	var names []string
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Describe maps every workload to its one-line description.
+func Describe() map[string]string {
+	out := map[string]string{}
+	for n, mk := range registry {
+		out[n] = mk().Describe()
+	}
+	return out
+}
+
+func init() {
+	Add("register", func() Workload { return &Register{} })
+}
+
+// Name implements Workload.
+func (w *Register) Name() string { return "register" }
+
+// Describe implements Workload.
+func (w *Register) Describe() string {
+	return "create/get/compare-and-swap/delete on a small rotating key set through the API; checked for linearizability"
+}
+
+// Needs implements Workload: the store and API servers only.
+func (w *Register) Needs() Needs { return Needs{} }
