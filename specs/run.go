@@ -144,11 +144,11 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		Scheduler:   need.Scheduler,
 		Controllers: need.Controllers,
 		Fencing:     cluster.FencingOptions{Enabled: need.Fencing},
-		Topology:   s.Topology,
-		TimeScale:  s.TimeScale,
-		Durable:    s.Durable,
-		StaleReads: s.hasBug("stale-read"),
-		Logger:     log,
+		Topology:    s.Topology,
+		TimeScale:   s.TimeScale,
+		Durable:     s.Durable,
+		StaleReads:  s.hasBug("stale-read"),
+		Logger:      log,
 		// Whatever the node runtimes run goes into the history, so the
 		// checkers judge from the same file.
 		Ledger: LedgerRecorder(rec),
