@@ -1,0 +1,300 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func init() {
+	Add("spread", func() Workload { return &Spread{} })
+}
+
+// spreadSets are the constraint sets of the workload's ReplicaSets; set i
+// takes spreadSets[i mod len]. They mix zone and hostname keys, hard and
+// soft, with maxSkew 1 and 2 (TS-2, TS-3, TS-4).
+var spreadSets = [][]spreadRule{
+	{{key: corev1.LabelTopologyZone, skew: 1, hard: true}},
+	{{key: corev1.LabelHostname, skew: 1, hard: true}, {key: corev1.LabelTopologyZone, skew: 2}},
+	{{key: corev1.LabelTopologyZone, skew: 2, hard: true}, {key: corev1.LabelHostname, skew: 1}},
+	{{key: corev1.LabelHostname, skew: 2}},
+}
+
+// spreadRule is one topology spread constraint, before it names its
+// selector.
+type spreadRule struct {
+	key  string
+	skew int32
+	hard bool // DoNotSchedule; otherwise ScheduleAnyway
+}
+
+// constraint renders the rule for pods labelled app=<app>.
+func (r spreadRule) constraint(app string) corev1.TopologySpreadConstraint {
+	when := corev1.ScheduleAnyway
+	if r.hard {
+		when = corev1.DoNotSchedule
+	}
+	return corev1.TopologySpreadConstraint{MaxSkew: r.skew, TopologyKey: r.key, WhenUnsatisfiable: when,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: app}}}
+}
+
+func (r spreadRule) String() string {
+	when := "soft"
+	if r.hard {
+		when = "hard"
+	}
+	key := "zone"
+	if r.key == corev1.LabelHostname {
+		key = "host"
+	}
+	return fmt.Sprintf("%s/%s/%d", key, when, r.skew)
+}
+
+// Spread is the topology spread workload (TS-*): ReplicaSets whose pods
+// carry topologySpreadConstraints over zones and hostnames (DoNotSchedule
+// and ScheduleAnyway, maxSkew 1..2), scaled up and down, and bare pods with
+// random constraints of their own, deleted with random grace once their
+// lifetime is over. The scheduler must judge every placement against the
+// spread at the moment of binding (TS-10).
+//
+// Operations: spread:create, spread:scale, spread:get, spread:list,
+// spread:list-pods + spread:delete-pod on the ReplicaSets (keys
+// ns/spread<i>); spread:create-pod (key ns/bare-<slot>, Value the
+// constraints), spread:get-pod, spread:delete-pod on the bare pods; and
+// spread:create-namespace once at the start.
+type Spread struct {
+	// Namespace holds the sets and pods (default "podsafe-spread").
+	Namespace string
+	// Sets is how many ReplicaSets there are (default 3).
+	Sets int
+	// MaxReplicas bounds every scale (default 4).
+	MaxReplicas int
+	// Pods is how many bare pod slots there are (default 6); slot j belongs
+	// to process j mod processes.
+	Pods int
+	// Lifetime is a bare pod's mean scaled lifetime (default 60 s).
+	Lifetime time.Duration
+	// TerminationGrace is spec.terminationGracePeriodSeconds of every pod
+	// (default 5).
+	TerminationGrace int64
+	// MaxDeleteGrace is the longest grace a deletion asks for (default 30).
+	MaxDeleteGrace int64
+	// Force lets deletions ask for grace 0; off by default.
+	Force bool
+	// Interval is the mean scaled time between two operations of the whole
+	// workload (default 10 s).
+	Interval time.Duration
+	// OpTimeout bounds each operation in wall time (default 2 s).
+	OpTimeout time.Duration
+	// SetWeights of create, scale, delete-pod, get and list on the sets
+	// the process knows exist (default 0, 4, 2, 1, 1; see Pets.Weights).
+	SetWeights [5]int
+	// PodWeights of create, get and list on the bare pods when none is due
+	// for deletion (default 3, 1, 1).
+	PodWeights [3]int
+	// SetShare is the percentage of operations on the sets rather than the
+	// bare pods (default 60).
+	SetShare int
+
+	_ struct{}
+}
+
+// Name implements Workload.
+func (w *Spread) Name() string { return "spread" }
+
+// Describe implements Workload.
+func (w *Spread) Describe() string {
+	return "ReplicaSets and bare pods with zone/hostname topology spread constraints (hard and soft, maxSkew 1..2), scaled and deleted"
+}
+
+// Needs implements Workload.
+func (w *Spread) Needs() Needs {
+	return Needs{Kubelets: true, Scheduler: true, Controllers: true, MinNodes: 2, Zones: 2}
+}
+
+func (w *Spread) defaults() {
+	if w.Namespace == "" {
+		w.Namespace = "podsafe-spread"
+	}
+	if w.Sets == 0 {
+		w.Sets = 3
+	}
+	if w.MaxReplicas == 0 {
+		w.MaxReplicas = 4
+	}
+	if w.Pods == 0 {
+		w.Pods = 6
+	}
+	if w.Lifetime == 0 {
+		w.Lifetime = 60 * time.Second
+	}
+	if w.TerminationGrace == 0 {
+		w.TerminationGrace = 5
+	}
+	if w.MaxDeleteGrace == 0 {
+		w.MaxDeleteGrace = defaultMaxDeleteGrace
+	}
+	if w.Interval == 0 {
+		w.Interval = defaultInterval
+	}
+	if w.OpTimeout == 0 {
+		w.OpTimeout = defaultOpTimeout
+	}
+	if w.SetWeights == [5]int{} {
+		w.SetWeights = [5]int{0, 4, 2, 1, 1}
+	}
+	if w.PodWeights == [3]int{} {
+		w.PodWeights = [3]int{3, 1, 1}
+	}
+	if w.SetShare == 0 {
+		w.SetShare = 60
+	}
+}
+
+// Validate reports the first unusable field, after defaults.
+func (w *Spread) Validate() error {
+	c := *w
+	c.defaults()
+	switch {
+	case c.Sets < 0, c.MaxReplicas < 0, c.Pods < 0, c.Lifetime < 0, c.TerminationGrace < 0, c.MaxDeleteGrace < 0,
+		c.Interval < 0, c.OpTimeout < 0:
+		return fmt.Errorf("%w: spread: counts, durations and graces must not be negative", ErrInvalidWorkload)
+	case c.SetShare < 0 || c.SetShare > 100:
+		return fmt.Errorf("%w: spread: SetShare is a percentage, 0..100, got %d", ErrInvalidWorkload, c.SetShare)
+	}
+	if err := validWeights("spread sets", c.SetWeights[:]); err != nil {
+		return err
+	}
+	return validWeights("spread pods", c.PodWeights[:])
+}
+
+// spreadPlanner splits a process's operations between the sets and its bare
+// pod slots.
+type spreadPlanner struct {
+	rng   *rand.Rand
+	share int
+	sets  *setPlanner // nil when there are no sets
+	pods  *slotPlanner
+}
+
+// spreadAction is a set action (onSet) or a slot action.
+type spreadAction struct {
+	onSet bool
+	set   setAction
+	slot  slotAction
+}
+
+func (a spreadAction) String() string {
+	if a.onSet {
+		return "set " + a.set.String()
+	}
+	return "pod " + a.slot.String()
+}
+
+func (w *Spread) planner(rng *rand.Rand, worker, workers int) *spreadPlanner {
+	pw := [4]int{w.PodWeights[0], w.PodWeights[1], w.PodWeights[2], 0}
+	sp := &spreadPlanner{rng: rng, share: w.SetShare,
+		pods: newSlotPlanner(rng, w.Pods, worker, workers, w.Lifetime, w.MaxDeleteGrace, w.Force, pw)}
+	if w.Sets > 0 {
+		sp.sets = newSetPlanner(rng, w.Sets, w.MaxReplicas, w.MaxDeleteGrace, w.Force, w.SetWeights)
+	}
+	return sp
+}
+
+// next chooses the next operation at scaled time now; pure given the seed,
+// now and the outcomes observed.
+func (sp *spreadPlanner) next(now time.Time) spreadAction {
+	onSet := sp.sets != nil && (len(sp.pods.owned) == 0 || sp.rng.IntN(100) < sp.share)
+	if onSet {
+		return spreadAction{onSet: true, set: sp.sets.next()}
+	}
+	return spreadAction{slot: sp.pods.next(now)}
+}
+
+// Run implements Workload.
+func (w *Spread) Run(ctx context.Context, env Env) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	w.defaults()
+	fam := &setFamily{ns: w.Namespace, prefix: "spread", replicaSet: w.replicaSet}
+	return runProcs(ctx, env, w.Name(), w.OpTimeout,
+		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, w.Namespace) },
+		func(runCtx context.Context, p *proc) {
+			ctx := context.WithoutCancel(runCtx)
+			sp := w.planner(p.rng, p.worker, p.workers)
+			for p.think(runCtx, w.Interval) {
+				a := sp.next(p.clock.Now())
+				if a.onSet {
+					fam.run(ctx, p, sp.sets, a.set)
+					continue
+				}
+				runSlot(ctx, p, sp.pods, w.Namespace, "bare-", p.clock.Now, a.slot,
+					func(slot int, variant uint64) error {
+						pod, value := w.barePod(slot, variant)
+						return createPod(ctx, p, pod, value)
+					}, nil)
+			}
+		})
+}
+
+// replicaSet builds set i with replicas. It is pure.
+func (w *Spread) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
+	name := "spread" + strconv.Itoa(i)
+	var cs []corev1.TopologySpreadConstraint
+	for _, r := range spreadSets[i%len(spreadSets)] {
+		cs = append(cs, r.constraint(name))
+	}
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelApp: name}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To(w.TerminationGrace),
+					TopologySpreadConstraints:     cs,
+					Containers:                    []corev1.Container{simContainer("app")},
+				},
+			},
+		},
+	}
+}
+
+// bareApp labels the bare pods, which spread among themselves.
+const bareApp = "spread-bare"
+
+// barePod builds the pod of slot with one or two random constraints drawn
+// from variant, and renders them for the op's Value. It is pure.
+func (w *Spread) barePod(slot int, variant uint64) (*corev1.Pod, string) {
+	rng := rand.New(rand.NewPCG(variant, uint64(slot)))
+	keys := []string{corev1.LabelTopologyZone, corev1.LabelHostname}
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	n := 1 + rng.IntN(2)
+	var cs []corev1.TopologySpreadConstraint
+	var desc []string
+	for _, key := range keys[:n] {
+		r := spreadRule{key: key, skew: 1 + rng.Int32N(2), hard: rng.IntN(2) == 0}
+		cs = append(cs, r.constraint(bareApp))
+		desc = append(desc, r.String())
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bare-" + strconv.Itoa(slot), Namespace: w.Namespace,
+			Labels: map[string]string{labelApp: bareApp}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(w.TerminationGrace),
+			TopologySpreadConstraints:     cs,
+			Containers:                    []corev1.Container{simContainer("app")},
+		},
+	}
+	return pod, "spread=" + strings.Join(desc, ",")
+}

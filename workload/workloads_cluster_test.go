@@ -1,0 +1,249 @@
+package workload_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/kubelet"
+	"github.com/podsafe/podsafe/workload"
+)
+
+// clusterRun is what one short run of a workload against a real cluster
+// left behind.
+type clusterRun struct {
+	name    string
+	ns      string
+	path    string
+	history *history.History
+	ledger  *kubelet.MemoryLedger
+	stats   *workload.Stats
+}
+
+// runOnCluster starts a cluster with what w needs (3 nodes in 2 zones, time
+// scale 100), runs w with 3 processes for wall time d, and loads the
+// history.
+func runOnCluster(t *testing.T, w workload.Workload, ns string, d time.Duration) *clusterRun {
+	t.Helper()
+	needs := w.Needs()
+	ledger := &kubelet.MemoryLedger{}
+	topo := cluster.DefaultTopology(1, 3, 2)
+	c := cluster.StartForTest(t, cluster.Config{Topology: topo, TimeScale: 100,
+		Kubelets: needs.Kubelets, Scheduler: needs.Scheduler, Controllers: needs.Controllers, Ledger: ledger})
+	if len(topo.Nodes) < needs.MinNodes {
+		t.Fatalf("%s needs %d nodes, the test cluster has %d", w.Name(), needs.MinNodes, len(topo.Nodes))
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	rec, err := history.Create(path, history.Meta{Seed: 11, Scenario: w.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := workload.Env{Recorder: rec, Seed: 11, Stats: &workload.Stats{}, Clock: c.Clock(),
+		TimeScale: c.Config().TimeScale, Zones: map[string]string{}, Concurrency: 3}
+	for _, n := range topo.Nodes {
+		env.Nodes = append(env.Nodes, n.Name)
+		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
+	}
+	zones := map[string]bool{}
+	for _, z := range env.Zones {
+		zones[z] = true
+	}
+	if len(zones) < needs.Zones {
+		t.Fatalf("%s needs %d zones, the test cluster has %d", w.Name(), needs.Zones, len(zones))
+	}
+	for i := 0; i < env.Concurrency; i++ {
+		rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(i), Member: i % c.Members()})
+		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Clients = append(env.Clients, cs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := w.Run(ctx, env); err != nil {
+		t.Fatalf("%s: %v", w.Name(), err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d ops (%s), %d API calls, %d ledger entries", w.Name(), len(h.Ops), env.Stats, len(h.API), len(ledger.Entries()))
+	return &clusterRun{name: w.Name(), ns: ns, path: path, history: h, ledger: ledger, stats: env.Stats}
+}
+
+// checkOps asserts what every workload's history must show: each invoke
+// line paired with exactly one complete line, every Func prefixed with the
+// workload's name, some operations that succeeded, the counts in Stats
+// matching the history, and API calls recorded under the workload identity.
+func (r *clusterRun) checkOps(t *testing.T) map[string]int {
+	t.Helper()
+	f, err := os.Open(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	invoked, completed := map[uint64]int{}, map[uint64]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Kind history.Kind `json:"kind"`
+			ID   uint64       `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("history line %q: %v", sc.Text(), err)
+		}
+		switch line.Kind {
+		case history.KindInvoke:
+			invoked[line.ID]++
+		case history.KindComplete:
+			completed[line.ID]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range invoked {
+		if n != 1 || completed[id] != 1 {
+			t.Errorf("op %d: %d invoke lines, %d complete lines; want one of each", id, n, completed[id])
+		}
+	}
+	for id := range completed {
+		if invoked[id] == 0 {
+			t.Errorf("op %d completed without an invoke line", id)
+		}
+	}
+
+	funcs, failed := map[string]int{}, map[string]int{}
+	ok := 0
+	for _, op := range r.history.Ops {
+		if !strings.HasPrefix(op.Func, r.name+":") {
+			t.Errorf("op %d: Func %q lacks the prefix %q", op.ID, op.Func, r.name+":")
+		}
+		if op.Status == history.StatusOK {
+			ok++
+			funcs[op.Func]++
+		} else {
+			failed[op.Func+"/"+op.Error]++
+		}
+		if op.Status == history.StatusUnknown && op.Return != (1<<63-1) {
+			t.Errorf("op %d unknown but returns at %d", op.ID, op.Return)
+		}
+	}
+	if len(r.history.Ops) == 0 || ok == 0 {
+		t.Fatalf("%d ops recorded, %d succeeded", len(r.history.Ops), ok)
+	}
+	if got := r.stats.OK.Load() + r.stats.Fail.Load() + r.stats.Unknown.Load(); got != int64(len(r.history.Ops)) {
+		t.Errorf("stats count %d ops, the history %d", got, len(r.history.Ops))
+	}
+	if r.stats.OK.Load() != int64(ok) {
+		t.Errorf("stats count %d ok ops, the history %d", r.stats.OK.Load(), ok)
+	}
+	calls := 0
+	for _, call := range r.history.API {
+		if call.Identity == apiserver.IdentityWorkload {
+			calls++
+		}
+	}
+	if calls < len(r.history.Ops) {
+		t.Errorf("%d API calls of the workload identity for %d ops", calls, len(r.history.Ops))
+	}
+	t.Logf("successful ops: %v; failed: %v", funcs, failed)
+	return funcs
+}
+
+// ledgerCount counts the ledger entries of the run's namespace with action.
+func (r *clusterRun) ledgerCount(action kubelet.LedgerAction) int {
+	n := 0
+	for _, e := range r.ledger.Entries() {
+		if e.Namespace == r.ns && e.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// wantLedger asserts the run's containers started, and that the ledger
+// shows the other actions too. The pods outlive the run, so a slow machine
+// gets time to catch up; how long it takes is not judged.
+func (r *clusterRun) wantLedger(t *testing.T, actions ...kubelet.LedgerAction) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range append([]kubelet.LedgerAction{kubelet.ActionStart}, actions...) {
+		for r.ledgerCount(a) == 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if r.ledgerCount(a) == 0 {
+			t.Errorf("the ledger has no %q entries in namespace %s", a, r.ns)
+		}
+	}
+}
+
+// wantFuncs asserts that each named operation succeeded at least once.
+func wantFuncs(t *testing.T, got map[string]int, funcs ...string) {
+	t.Helper()
+	for _, f := range funcs {
+		if got[f] == 0 {
+			t.Errorf("no successful %s op in %v", f, got)
+		}
+	}
+}
+
+const clusterRunTime = 5 * time.Second
+
+func TestPetsOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Pets{}, "podsafe-pets", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "pets:create-namespace", "pets:create", "pets:scale")
+	// Pets write their volumes (PS-15): the storage server's ledger entries
+	// carry the pet's volume <namespace>.data-<pet>.
+	r.wantLedger(t, kubelet.ActionWrite)
+	for _, e := range r.ledger.Entries() {
+		if e.Namespace == r.ns && e.Action == kubelet.ActionWrite && !strings.HasPrefix(e.Volume, r.ns+".data-db") {
+			t.Errorf("pet %s wrote volume %q, want %s.data-<pet>", e.Pod, e.Volume, r.ns)
+		}
+	}
+}
+
+func TestReplicasOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Replicas{}, "podsafe-replicas", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "replicas:create-namespace", "replicas:create", "replicas:scale")
+	r.wantLedger(t)
+}
+
+func TestPriorityOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Priority{}, "podsafe-priority", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "priority:create-namespace", "priority:create-class", "priority:create-pdb", "priority:create-pod")
+	r.wantLedger(t)
+}
+
+func TestSpreadOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Spread{}, "podsafe-spread", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "spread:create-namespace", "spread:create")
+	r.wantLedger(t)
+}
+
+func TestLifecycleOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Lifecycle{}, "podsafe-lifecycle", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "lifecycle:create-namespace", "lifecycle:create-pod")
+	r.wantLedger(t)
+}
