@@ -4,10 +4,14 @@ PKGS      ?= ./...
 BIN       ?= bin/podsafe
 TESTFLAGS ?= -race -count=1 -timeout 14m
 BENCHTIME ?= 2s
+# pingcap/failpoint: the pinned failpoint-ctl and the packages holding markers.
+FAILPOINT_VERSION ?= v0.0.0-20240528011301-b51a646c7c86
+FAILPOINT_CTL     ?= $(shell $(GO) env GOPATH)/bin/failpoint-ctl
+FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler nemesis cluster/storage
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos clean
+.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -15,8 +19,31 @@ help: ## list the targets
 build: ## build bin/podsafe
 	$(GO) build -o $(BIN) ./cmd/podsafe
 
-test: lint ## the full test suite (package tests and specs), under 15 minutes
+test: lint ## the full test suite (package tests, specs, then the failpoint build), under 15 minutes
 	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(MAKE) test-failpoints
+
+failpoint-ctl: ## install the pinned failpoint-ctl
+	@test -x $(FAILPOINT_CTL) || $(GO) install github.com/pingcap/failpoint/failpoint-ctl@$(FAILPOINT_VERSION)
+
+failpoint-enable: failpoint-ctl ## rewrite the failpoint markers into live code (undo with failpoint-disable)
+	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS)
+
+failpoint-disable: failpoint-ctl ## restore the sources failpoint-enable rewrote
+	$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS)
+	@$(MAKE) --no-print-directory check-clean
+
+# Rewrites, runs the tests that need live failpoints, and restores the sources
+# whatever happens (even on Ctrl-C).
+test-failpoints: failpoint-ctl ## tests that need live failpoints (rewrites and always restores the sources)
+	@set -e; \
+	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
+	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
+	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/
+
+check-clean: ## fail if failpoint-rewritten files are left in the tree
+	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \
+	if [ -n "$$left" ]; then echo "failpoint-rewritten files left behind (run make failpoint-disable):"; echo "$$left"; exit 1; fi
 
 unit: ## package tests only, without the race detector (quick)
 	$(GO) test -count=1 $(PKGS)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 )
@@ -166,7 +167,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP serves one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Failpoint requestDelay: an API server slow to answer.
+	failpoint.Inject("requestDelay", func() {})
+	s.handler.ServeHTTP(w, r)
+}
 
 // Close ends every open watch and makes the server answer 503 from then on.
 // It does not close the Store.

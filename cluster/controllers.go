@@ -120,25 +120,26 @@ func (c *Cluster) StartController(name string) error {
 		return err
 	}
 	log := c.log.With("component", "controller", "controller", name)
+	clk := c.ComponentClock(ControllerComponent(name))
 	var r runner
 	switch name {
 	case ControllerNodeLifecycle:
-		r, err = controller.NewNodeLifecycle(controller.NodeLifecycleConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewNodeLifecycle(controller.NodeLifecycleConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerPodGC:
-		r, err = controller.NewPodGC(controller.PodGCConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewPodGC(controller.PodGCConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerPet:
-		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerReplicaSet:
-		r, err = controller.NewReplicaSet(controller.ReplicaSetConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewReplicaSet(controller.ReplicaSetConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerAttachDetach:
-		r, err = controller.NewAttachDetach(controller.AttachDetachConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewAttachDetach(controller.AttachDetachConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerDisruption:
-		r, err = controller.NewDisruption(controller.DisruptionConfig{Client: cs, Clock: c.clock, Logger: log})
+		r, err = controller.NewDisruption(controller.DisruptionConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerFencing:
 		var agents []fencing.Agent
 		if agents, err = c.FenceAgents(); err == nil {
 			fo := c.cfg.Fencing
-			r, err = fencing.New(fencing.Config{Client: cs, Clock: c.clock, Logger: log, Agents: agents,
+			r, err = fencing.New(fencing.Config{Client: cs, Clock: clk, Logger: log, Agents: agents,
 				Threshold: fo.Threshold, Budget: fo.Budget})
 		}
 	}

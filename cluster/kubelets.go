@@ -115,7 +115,7 @@ func (c *Cluster) StartKubelet(node string) error {
 	}
 	kcfg := kubelet.Config{
 		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints,
-		Capacity: defaultResources(), Clock: c.clock, Runtime: rt,
+		Capacity: defaultResources(), Clock: c.ComponentClock(KubeletComponent(node)), Runtime: rt,
 		Logger: c.log.With("component", "kubelet", "node", node),
 	}
 	c.cfg.Kubelet.apply(&kcfg)

@@ -55,7 +55,7 @@ func (c *Cluster) StartScheduler() error {
 	rc := c.RESTConfig(apiserver.IdentityScheduler, ClientOptions{Host: SchedulerHost})
 	s, err := scheduler.New(scheduler.Config{
 		RESTConfig: rc,
-		Clock:      c.clock,
+		Clock:      c.ComponentClock(ComponentScheduler),
 		Logger:     c.log.With("component", "scheduler"),
 	})
 	if err != nil {

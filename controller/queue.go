@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -82,6 +83,8 @@ func (kq *keyQueue) next(ctx context.Context) bool {
 		return false
 	}
 	defer kq.q.Done(key)
+	// Failpoint syncDelay: a controller that is slow to act on what it saw.
+	failpoint.Inject("syncDelay", func() {})
 	if err := kq.sync(ctx, key); err != nil {
 		if ctx.Err() == nil {
 			kq.log.Debug("sync failed, retrying", "queue", kq.name, "key", key, "err", err)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -244,6 +245,8 @@ func (c *Controller) fence(ctx context.Context, node *corev1.Node, why candidacy
 
 	// Fence and confirm: every agent, in order; one failure and the fence
 	// is not confirmed, nothing is recorded and the node is retried.
+	// Failpoint agentDelay: fence agents that take their time to confirm.
+	failpoint.Inject("agentDelay", func() {})
 	for _, a := range c.cfg.Agents {
 		if err := a.Fence(ctx, name, token); err != nil {
 			err = fmt.Errorf("fencing node %s with token %d: agent %s: %w: %w", name, token, a.Name(), ErrAgentFailed, err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -322,6 +323,8 @@ func (p *statusPoster) run(ctx context.Context) {
 // post writes one status and, for the final one, finishes the deletion. A
 // pod already gone counts as done.
 func (p *statusPoster) post(ctx context.Context, st *corev1.PodStatus, final bool) error {
+	// Failpoint statusPostDelay: pod status reaches the API late.
+	failpoint.Inject("statusPostDelay", func() {})
 	pods := p.k.cfg.Client.CoreV1().Pods(p.w.namespace)
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": p.w.uid},

@@ -2,6 +2,24 @@
 // a name; injecting one returns the function that heals it; a Schedule composes
 // faults over time from a seeded generator and records every fault as an
 // interval in the history.
+//
+// Faults come in groups, each also a name on the command line:
+//
+//   - partition: control-plane shapes (isolate-leader, isolate-one, halves,
+//     majority-minority, bridge, ring, one-way-member, api-store);
+//   - node-partition: shapes that involve worker nodes (partition-node,
+//     partition-node-node, partition-storage, one-way-node);
+//   - kill: crashes and restarts (kill-member, kill-leader, kill-kubelet,
+//     kill-scheduler, kill-controller, kill-controllers, kill-fencing);
+//   - pause: stopped processes (pause-kubelet, pause-controller,
+//     pause-scheduler);
+//   - clock: one component's clock (clock-skew, clock-jump, clock-strobe);
+//   - node: everything that hits one node (the node partitions,
+//     kill-kubelet, pause-kubelet, lose-node).
+//
+// A fault's heal undoes exactly what it did and nothing that something else
+// decided: it never lifts a network fence, powers on a fenced node or
+// resumes another fault's pause.
 package nemesis
 
 import (

@@ -16,15 +16,27 @@ import (
 	"github.com/podsafe/podsafe/nemesis"
 )
 
+// partitionGroup is the "partition" group: every control-plane shape.
+var partitionGroup = []string{"api-store", "bridge", "halves", "isolate-leader", "isolate-one", "majority-minority",
+	"one-way-member", "ring"}
+
 func TestLookup(t *testing.T) {
 	for _, tc := range []struct {
 		names   []string
 		want    []string
 		wantErr string
 	}{
-		{names: []string{"partition"}, want: []string{"halves", "isolate-leader", "isolate-one"}},
+		{names: []string{"partition"}, want: partitionGroup},
 		{names: []string{"isolate-leader,halves"}, want: []string{"halves", "isolate-leader"}},
-		{names: []string{"partition", "halves"}, want: []string{"halves", "isolate-leader", "isolate-one"}},
+		{names: []string{"partition", "halves"}, want: partitionGroup},
+		{names: []string{"partition-node, kill-kubelet"}, want: []string{"kill-kubelet", "partition-node"}},
+		{names: []string{"pause"}, want: []string{"pause-controller", "pause-kubelet", "pause-scheduler"}},
+		{names: []string{"clock"}, want: []string{"clock-jump", "clock-skew", "clock-strobe"}},
+		{names: []string{"kill"}, want: []string{"kill-controller", "kill-controllers", "kill-fencing", "kill-kubelet",
+			"kill-leader", "kill-member", "kill-scheduler"}},
+		{names: []string{"node-partition"}, want: []string{"one-way-node", "partition-node", "partition-node-node", "partition-storage"}},
+		{names: []string{"node"}, want: []string{"kill-kubelet", "lose-node", "one-way-node", "partition-node",
+			"partition-node-node", "partition-storage", "pause-kubelet"}},
 		{names: []string{"none"}, want: nil},
 		{names: nil, want: nil},
 		{names: []string{"meteor"}, wantErr: `unknown nemesis "meteor"`},
@@ -158,5 +170,23 @@ func TestScheduleRecordsIntervals(t *testing.T) {
 		if !iv.Healed {
 			t.Errorf("interval %+v was never healed", iv)
 		}
+	}
+}
+
+// Every fault has a unique name and a one-line description for `podsafe
+// list`.
+func TestCatalog(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range nemesis.All() {
+		if seen[f.Name()] {
+			t.Errorf("fault %s listed twice", f.Name())
+		}
+		seen[f.Name()] = true
+		if d := f.Describe(); d == "" || strings.Contains(d, "\n") {
+			t.Errorf("fault %s: description %q, want one line", f.Name(), d)
+		}
+	}
+	if len(seen) < 27 {
+		t.Errorf("%d faults registered, want at least 27", len(seen))
 	}
 }

@@ -27,7 +27,8 @@ type Schedule struct {
 
 	mu     sync.Mutex
 	active map[uint64]Injection
-	seq    uint64 // injections so far
+	seq    uint64         // injections so far
+	counts map[string]int // injections so far, by fault name
 }
 
 // Injected is how many faults the schedule has injected so far.
@@ -35,6 +36,17 @@ func (s *Schedule) Injected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return int(s.seq)
+}
+
+// Counts is how many times each fault has been injected so far, by name.
+func (s *Schedule) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.counts))
+	for n, k := range s.counts {
+		out[n] = k
+	}
+	return out
 }
 
 // Run drives the schedule until ctx ends, then heals everything.
@@ -96,6 +108,10 @@ func (s *Schedule) inject(ctx context.Context, c *cluster.Cluster, f Fault, rng 
 		s.active = map[uint64]Injection{}
 	}
 	s.active[id] = inj
+	if s.counts == nil {
+		s.counts = map[string]int{}
+	}
+	s.counts[f.Name()]++
 	s.mu.Unlock()
 	if s.Recorder != nil {
 		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Name: f.Name(), Description: inj.Description, Phase: history.PhaseStart, Targets: inj.Targets})

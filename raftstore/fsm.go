@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/pingcap/failpoint"
 )
 
 // opCode names a write command.
@@ -67,6 +68,8 @@ func newFSM(h *hub, log *slog.Logger) *fsm {
 // Apply applies one committed command. It is called by raft on one goroutine,
 // in log order, on every member.
 func (f *fsm) Apply(l *raft.Log) any {
+	// Failpoint applyDelay: slow the state machine (a member that lags).
+	failpoint.Inject("applyDelay", func() {})
 	var cmd command
 	if err := json.Unmarshal(l.Data, &cmd); err != nil {
 		f.mu.Lock()

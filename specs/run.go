@@ -152,6 +152,10 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		// Whatever the node runtimes run goes into the history, so the
 		// checkers judge from the same file.
 		Ledger: LedgerRecorder(rec),
+		// Every component's API calls are recorded with its identity, so
+		// the authority and at-most-one checkers see who deleted and
+		// created what.
+		WrapTransport: rec.WrapTransport,
 	}
 	if s.Durable {
 		cfg.DataDir = filepath.Join(res.Dir, "data")

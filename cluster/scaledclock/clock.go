@@ -1,7 +1,8 @@
 // Package scaledclock provides a k8s.io/utils/clock clock that runs a fixed
 // number of times faster than wall time, so that timeouts measured in tens of
-// seconds cost milliseconds, and per-component clocks derived from it whose
-// readings can be jumped to simulate clock faults.
+// seconds cost milliseconds, and per-component clocks derived from it (views)
+// whose readings can be jumped to simulate clock faults and which can be
+// paused to simulate a stopped process.
 package scaledclock
 
 import (
@@ -32,7 +33,9 @@ type base struct {
 // methods are safe for concurrent use.
 type Clock struct {
 	base   *base
+	parent *Clock       // the clock this one was derived from, or nil
 	offset atomic.Int64 // nanoseconds
+	pause  pauseState   // see pause.go
 }
 
 // New returns a clock that reads start now and runs scale times faster than
@@ -58,9 +61,23 @@ func (c *Clock) Scale() float64 { return c.base.scale }
 // timers' pace, with an offset of its own that starts equal to this clock's.
 // Jumping either clock later does not move the other.
 func (c *Clock) Derive() *Clock {
-	d := &Clock{base: c.base}
+	d := &Clock{base: c.base, parent: c}
 	d.offset.Store(c.offset.Load())
 	return d
+}
+
+// SetOffset sets this clock's offset (see Offset) to d, replacing every
+// earlier jump.
+func (c *Clock) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
+
+// ResetOffset undoes this clock's own jumps: its offset becomes that of the
+// clock it was derived from (now), or zero for a clock made by New.
+func (c *Clock) ResetOffset() {
+	var d time.Duration
+	if c.parent != nil {
+		d = c.parent.Offset()
+	}
+	c.SetOffset(d)
 }
 
 // Jump shifts this clock's readings by d, forward or backward, as a step of
@@ -82,9 +99,22 @@ func (c *Clock) ScaledFor(wall time.Duration) time.Duration {
 	return time.Duration(float64(wall) * c.base.scale)
 }
 
-// Now returns the current scaled time. It has no monotonic reading.
+// Now returns the current scaled time. It has no monotonic reading. While the
+// clock is paused it reads the instant of Pause (plus any later jump).
 func (c *Clock) Now() time.Time {
-	return c.base.start.Add(c.ScaledFor(time.Since(c.base.wall0)) + c.Offset())
+	return c.base.start.Add(c.elapsed() + c.Offset())
+}
+
+// elapsed is the scaled time since New, stopped while the clock is paused.
+func (c *Clock) elapsed() time.Duration {
+	if c.pause.on.Load() {
+		c.pause.mu.Lock()
+		defer c.pause.mu.Unlock()
+		if c.pause.paused {
+			return c.pause.frozen
+		}
+	}
+	return c.ScaledFor(time.Since(c.base.wall0))
 }
 
 // Since returns the scaled time elapsed since t.
@@ -93,8 +123,15 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 // Until returns the scaled time until t.
 func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
-// Sleep blocks for scaled duration d.
-func (c *Clock) Sleep(d time.Duration) { time.Sleep(c.WallFor(d)) }
+// Sleep blocks for scaled duration d, and while the clock is paused.
+func (c *Clock) Sleep(d time.Duration) {
+	if d <= 0 && !c.Paused() {
+		return
+	}
+	tm := c.NewTimer(d)
+	defer tm.Stop()
+	<-tm.C()
+}
 
 // After returns a channel that receives the scaled time once scaled duration
 // d has passed. Prefer NewTimer where the timer may be abandoned early.

@@ -21,7 +21,11 @@ func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 // AfterFunc calls f in its own goroutine once scaled duration d has passed.
 // The returned timer's C is nil; Stop and Reset behave as time.Timer's.
 func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return &funcTimer{c: c, t: time.AfterFunc(c.WallFor(d), f)}
+	ft := &funcTimer{c: c, f: f}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.startLocked(d)
+	return ft
 }
 
 // NewTicker returns a ticker that sends the scaled time every scaled period d,
@@ -60,6 +64,9 @@ func (tm *timer) startLocked(d time.Duration) {
 }
 
 func (tm *timer) fire(gen uint64) {
+	if tm.c.held(func() { tm.fire(gen) }) {
+		return
+	}
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	if gen != tm.gen || !tm.active {
@@ -106,15 +113,68 @@ func (tm *timer) Reset(d time.Duration) bool {
 	return was
 }
 
-// funcTimer is the clock.Timer of AfterFunc.
+// funcTimer is the clock.Timer of AfterFunc. Like timer it counts
+// generations, so that a call held back by a paused clock is dropped by a
+// Stop or Reset made meanwhile.
 type funcTimer struct {
 	c *Clock
-	t *time.Timer
+	f func()
+
+	mu      sync.Mutex
+	t       *time.Timer
+	gen     uint64
+	pending bool // armed, or fired while the clock was paused
 }
 
-func (ft *funcTimer) C() <-chan time.Time        { return nil }
-func (ft *funcTimer) Stop() bool                 { return ft.t.Stop() }
-func (ft *funcTimer) Reset(d time.Duration) bool { return ft.t.Reset(ft.c.WallFor(d)) }
+func (ft *funcTimer) startLocked(d time.Duration) {
+	ft.gen++
+	gen := ft.gen
+	ft.pending = true
+	ft.t = time.AfterFunc(ft.c.WallFor(d), func() { ft.fire(gen) })
+}
+
+// fire runs f, in the wall timer's goroutine or, when held back by a pause,
+// in a goroutine of its own.
+func (ft *funcTimer) fire(gen uint64) {
+	if ft.c.held(func() { go ft.fire(gen) }) {
+		return
+	}
+	ft.mu.Lock()
+	if gen != ft.gen || !ft.pending {
+		ft.mu.Unlock()
+		return
+	}
+	ft.pending = false
+	ft.mu.Unlock()
+	ft.f()
+}
+
+func (ft *funcTimer) stopLocked() bool {
+	was := ft.pending
+	ft.pending = false
+	ft.gen++
+	ft.t.Stop()
+	return was
+}
+
+func (ft *funcTimer) C() <-chan time.Time { return nil }
+
+// Stop prevents f from running and reports whether it had not started.
+func (ft *funcTimer) Stop() bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.stopLocked()
+}
+
+// Reset re-arms the timer for scaled duration d and reports whether f had
+// not yet started.
+func (ft *funcTimer) Reset(d time.Duration) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	was := ft.stopLocked()
+	ft.startLocked(d)
+	return was
+}
 
 // ticker re-arms one wall timer per tick against a fixed schedule, so ticks
 // do not drift, and skips the ticks it fell behind on.
@@ -130,6 +190,9 @@ type ticker struct {
 }
 
 func (tk *ticker) fire() {
+	if tk.c.held(tk.fire) {
+		return
+	}
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	if tk.stopped {

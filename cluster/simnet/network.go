@@ -90,6 +90,7 @@ type Network struct {
 	changed   chan struct{} // closed and replaced whenever rules change
 	nextPort  int
 	fenced    map[string]bool // hosts cut by FenceHost: no heal reaches them
+	ports     portState       // port rules, holds and the flows they act on (ports.go)
 }
 
 // New returns a network with no hosts and no rules. It panics if opts fails
@@ -164,7 +165,7 @@ func (n *Network) Dial(ctx context.Context, from, addr string) (net.Conn, error)
 		}
 		n.addHostLocked(from)
 		n.addHostLocked(to.Host)
-		ab, ba := n.linkLocked(from, to.Host), n.linkLocked(to.Host, from)
+		ab, ba := n.flowLinksLocked(from, to)
 		if ab.held() != 0 || ba.held() != 0 {
 			// The SYN (or its answer) is lost; retransmissions get through
 			// once the link heals.

@@ -95,23 +95,26 @@ func (n *Network) Heal(from, to string) {
 	n.update("heal", func() { n.setCutLocked(from, to, false) }, from, to)
 }
 
-// HealAll removes every cut; delays stay (see Delay and Reset). Safe for
-// concurrent use.
+// HealAll removes every cut, port cuts included; delays stay (see Delay and
+// Reset), and so do fences and holds. Safe for concurrent use.
 func (n *Network) HealAll() {
 	n.update("heal all", func() {
 		for k := range n.links {
 			n.setCutLocked(k.from, k.to, false)
 		}
+		n.healPortsLocked()
 	})
 }
 
-// Reset removes every rule, cuts and delays. Safe for concurrent use.
+// Reset removes every rule, cuts, port cuts and delays, but not fences and
+// holds. Safe for concurrent use.
 func (n *Network) Reset() {
 	n.update("reset", func() {
 		for k := range n.links {
 			n.setCutLocked(k.from, k.to, false)
 			n.setDelayLocked(k.from, k.to, 0)
 		}
+		n.healPortsLocked()
 	})
 }
 
@@ -241,6 +244,7 @@ func (n *Network) setCutLocked(from, to string, cut bool) {
 	l := n.linkLocked(from, to)
 	if l.setCut(cut) {
 		l.since = time.Now()
+		n.syncFlowsLocked(from, to)
 	}
 }
 
@@ -254,6 +258,7 @@ func (n *Network) setDelayLocked(from, to string, d time.Duration) {
 	l := n.linkLocked(from, to)
 	if l.delayNS.Swap(int64(d)) != int64(d) {
 		l.since = time.Now()
+		n.syncFlowsLocked(from, to)
 	}
 }
 

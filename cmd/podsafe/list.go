@@ -43,6 +43,14 @@ func newListCmd() *cobra.Command {
 			for _, c := range checker.Catalog() {
 				fmt.Fprintf(out, "  %-20s %s\n", c.Name, c.Description)
 			}
+			live := "inert in this build; make failpoint-enable makes them live"
+			if nemesis.FailpointsCompiled() {
+				live = "live in this build"
+			}
+			fmt.Fprintf(out, "\nFailpoints (nemesis failpoint; %s):\n", live)
+			for _, fp := range nemesis.Failpoints {
+				fmt.Fprintf(out, "  %-20s %s (%s)\n", strings.TrimPrefix(fp.Name, "github.com/podsafe/podsafe/"), fp.Describe, fp.Term)
+			}
 			fmt.Fprintln(out, "\nPlanted bugs (--bug):")
 			printMap(out, specs.Bugs)
 			return nil

@@ -1,0 +1,94 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pingcap/failpoint"
+
+	"github.com/podsafe/podsafe/cluster"
+)
+
+// Failpoint is one pingcap/failpoint marker in podsafe's code that the
+// nemesis may switch on at run time. Markers do nothing unless the sources
+// were rewritten (`make failpoint-enable`, or the failpoint test targets);
+// FailpointsCompiled says whether they were.
+type Failpoint struct {
+	// Name is the failpoint's full name: the import path of its package,
+	// a slash and the marker's name.
+	Name string
+	// Term is what the nemesis enables it with (pingcap/failpoint's
+	// terms: "sleep(200)", "50%return(true)", …).
+	Term string
+	// Describe is one line for `podsafe list`.
+	Describe string
+}
+
+const mod = "github.com/podsafe/podsafe/"
+
+// Failpoints lists the failpoints the "failpoint" fault chooses from: faults
+// of timing, each in a real code path. (Planted bugs are failpoints too, but
+// they are switched on by a scenario's bugs, never by the nemesis.)
+var Failpoints = []Failpoint{
+	{mod + "raftstore/applyDelay", "sleep(50)", "a store member applies each committed entry 50 ms late"},
+	{mod + "apiserver/requestDelay", "20%sleep(200)", "one API request in five waits 200 ms before it is served"},
+	{mod + "kubelet/statusPostDelay", "sleep(300)", "kubelets post pod status 300 ms late"},
+	{mod + "controller/syncDelay", "sleep(300)", "controllers act on what they saw 300 ms late"},
+	{mod + "fencing/agentDelay", "sleep(500)", "the fencing controller's agents take 500 ms longer"},
+}
+
+var (
+	probeOnce sync.Once
+	probed    atomic.Bool
+	compiled  bool
+)
+
+// FailpointsCompiled reports whether this binary's failpoint markers are
+// live (its sources were rewritten by failpoint-ctl). When they are not,
+// enabling a failpoint succeeds but nothing ever fires.
+func FailpointsCompiled() bool {
+	probeOnce.Do(func() {
+		name := mod + "nemesis/probe"
+		if err := failpoint.Enable(name, "return(true)"); err != nil {
+			return
+		}
+		probe()
+		_ = failpoint.Disable(name)
+		compiled = probed.Load()
+	})
+	return compiled
+}
+
+// probe fires its marker only in a rewritten build.
+func probe() {
+	failpoint.Inject("probe", func() { probed.Store(true) })
+}
+
+// failpointFault switches on one of Failpoints for a while.
+type failpointFault struct{}
+
+func init() { register("failpoint", failpointFault{}) }
+
+func (failpointFault) Name() string { return "failpoint" }
+func (failpointFault) Describe() string {
+	return "switch on a timing failpoint (slow store apply, slow API, late kubelet status, slow controllers, slow fence agents); needs a failpoint build (make failpoint-enable)"
+}
+
+// Available only when the markers are live: in an ordinary build the fault
+// would silently do nothing.
+func (failpointFault) Available(*cluster.Cluster) bool { return FailpointsCompiled() }
+
+func (failpointFault) Inject(_ context.Context, _ *cluster.Cluster, rng *rand.Rand) (Injection, error) {
+	fp := Failpoints[rng.IntN(len(Failpoints))]
+	if err := failpoint.Enable(fp.Name, fp.Term); err != nil {
+		return Injection{}, fmt.Errorf("enabling failpoint %s: %w", fp.Name, err)
+	}
+	return Injection{
+		Description: fmt.Sprintf("failpoint %s=%s", fp.Name, fp.Term),
+		Targets:     []string{fp.Name},
+		Heal:        func() error { return failpoint.Disable(fp.Name) },
+	}, nil
+}
