@@ -223,6 +223,11 @@ func (w *podWorker) condition(t corev1.PodConditionType, ok bool, reason string,
 // postStatus hands the current status to the poster; final marks the last
 // status of a terminated pod, after which the poster finishes the deletion.
 func (w *podWorker) postStatus(now time.Time, final bool) {
+	if w.pod == nil {
+		// An orphan (containers whose pod was never seen, LC-13) or a pod
+		// already gone from the API: there is no object to report on.
+		return
+	}
 	st := w.buildStatus(now, final)
 	w.phase = st.Phase
 	w.status.set(st, final)
