@@ -20,15 +20,35 @@ func Catalog() []Info {
 		Name:        RegisterChecker,
 		Description: "register workload operations are linearizable, key by key (porcupine)",
 		Guarantees:  []string{GuaranteeStoreLin},
+	}, {
+		Name:        AtMostOneChecker,
+		Description: "from the ledger: the UIDs of one pet never run at once, and a UID runs on one node (ReplicaSet overlap is reported as expected, PS-7)",
+		Guarantees:  atMostOneGuarantees,
+	}, {
+		Name:        StorageChecker,
+		Description: "from the storage's ledger entries: the writes of two pods to one RWO volume never interleave, and a node refused as fenced writes no more",
+		Guarantees:  storageGuarantees,
+	}, {
+		Name:        GraceChecker,
+		Description: "from the ledger and the recorded deletions: TERM and KILL respect the grace period's safety bound (GP-R), also after a kubelet restart",
+		Guarantees:  graceGuarantees,
+	}, {
+		Name:        AuthorityChecker,
+		Description: "from the API history and the ledger: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods",
+		Guarantees:  authorityGuarantees,
 	}}
 }
 
 // Check runs every checker that applies to h and returns their results in
-// Catalog order: the register checker when h holds register operations. It
-// is bounded (see Options) and reads h without changing it; its only effect
-// is the visualization file when opts.VisualizationPath is set, whose
-// failure is noted in the register result's Summary without changing the
-// verdict. Combine the verdicts with Merge.
+// Catalog order: the register checker when h holds register operations, the
+// at-most-one checker when the ledger records container starts, the storage
+// checker when it records storage writes, the grace-period checker when it
+// records TERM or KILL, and the authority checker when the API history
+// records deletions of pods. It is bounded (see Options) and reads h without
+// changing it; its only effect is the visualization file when
+// opts.VisualizationPath is set, whose failure is noted in the register
+// result's Summary without changing the verdict. Combine the verdicts with
+// Merge.
 func Check(ctx context.Context, h *history.History, opts Options) []Result {
 	var results []Result
 	if slices.ContainsFunc(h.Ops, IsRegisterOp) {
@@ -42,6 +62,21 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 			res = CheckRegister(ctx, h.Ops, opts)
 		}
 		results = append(results, res)
+	}
+	hasAction := func(actions ...history.LedgerAction) bool {
+		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
+	}
+	if hasAction(history.LedgerStart) {
+		results = append(results, CheckAtMostOne(ctx, h, opts))
+	}
+	if hasAction(history.LedgerWrite, history.LedgerWriteRefused) {
+		results = append(results, CheckStorage(ctx, h, opts))
+	}
+	if hasAction(history.LedgerTerm, history.LedgerKill) {
+		results = append(results, CheckGrace(ctx, h, opts))
+	}
+	if slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }) {
+		results = append(results, CheckAuthority(ctx, h, opts))
 	}
 	return results
 }

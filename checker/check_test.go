@@ -33,8 +33,21 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// everything is a history every checker applies to.
+func everything(t *testing.T) *history.History {
+	b := &hb{}
+	b.created(0.5, identityPet, "web-0", "a").
+		led(1, history.LedgerStart, "n1", "web-0", "a").
+		led(2, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).
+		deleted(3, "workload", "a", 30).
+		led(4, history.LedgerTerm, "n1", "web-0", "a", grace(30)).
+		led(5, history.LedgerExit, "n1", "web-0", "a")
+	b.h.Ops = ops(t, "0 0 10 create x a -> ok")
+	return b.history()
+}
+
 func TestCatalogNamesEveryChecker(t *testing.T) {
-	h := &history.History{Ops: ops(t, "0 0 10 create x a -> ok")}
+	h := everything(t)
 	var names []string
 	for _, c := range Catalog() {
 		names = append(names, c.Name)
@@ -45,6 +58,12 @@ func TestCatalogNamesEveryChecker(t *testing.T) {
 	var ran []string
 	for _, r := range Check(context.Background(), h, Options{}) {
 		ran = append(ran, r.Checker)
+		if r.Verdict != Ok {
+			t.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Summary)
+		}
+		if diff := cmp.Diff(catalogGuarantees(r.Checker), r.Guarantees); diff != "" {
+			t.Errorf("%s judged other guarantees than the catalog lists (-catalog +result):\n%s", r.Checker, diff)
+		}
 	}
 	if diff := cmp.Diff(names, ran); diff != "" {
 		t.Errorf("checkers run vs catalog (-catalog +ran):\n%s", diff)
@@ -70,21 +89,48 @@ func TestCheckWritesVisualization(t *testing.T) {
 	}
 }
 
+func catalogGuarantees(name string) []string {
+	for _, c := range Catalog() {
+		if c.Name == name {
+			return c.Guarantees
+		}
+	}
+	return nil
+}
+
 func TestCheck(t *testing.T) {
 	register := ops(t, "0 0 10 create x a -> ok", "1 20 30 get x -> absent")
+	b := &hb{}
+	writes := b.led(1, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).
+		led(2, history.LedgerWrite, "n2", "web-0", "b", vol("v0", 4)).
+		led(3, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).h.Ledger
+	b = &hb{}
+	kills := b.led(1, history.LedgerTerm, "n1", "web-0", "a", grace(5)).
+		led(7, history.LedgerKill, "n1", "web-0", "a", grace(5)).h.Ledger
+	b = &hb{}
+	deletions := b.call(1, "workload", "delete", "pods", "default", "web-0", askGrace(3)).
+		call(1, "workload", "get", "pods", "default", "web-0").h.API
 	tests := []struct {
-		name string
-		ops  []history.Op
-		want []string // checker names
-		v    Verdict
+		name   string
+		ops    []history.Op
+		ledger []history.LedgerEntry
+		api    []history.APICall
+		want   []string // checker names
+		v      Verdict
 	}{
 		{name: "no operations", v: Ok},
 		{name: "other workloads only", ops: []history.Op{{ID: 1, Func: "scale", Key: "rs", Status: history.StatusOK}}, v: Ok},
 		{name: "register operations", ops: register, want: []string{RegisterChecker}, v: Illegal},
+		{name: "storage writes only", ledger: writes, want: []string{StorageChecker}, v: Illegal},
+		{name: "kills only", ledger: kills, want: []string{GraceChecker}, v: Ok},
+		{name: "API calls without a deletion", api: deletions[1:], v: Ok},
+		{name: "deletions", api: deletions, want: []string{AuthorityChecker}, v: Ok},
+		{name: "everything", ops: register, ledger: append(writes, kills...), api: deletions,
+			want: []string{RegisterChecker, StorageChecker, GraceChecker, AuthorityChecker}, v: Illegal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			results := Check(context.Background(), &history.History{Ops: tt.ops}, Options{})
+			results := Check(context.Background(), &history.History{Ops: tt.ops, Ledger: tt.ledger, API: tt.api}, Options{})
 			var names []string
 			for _, r := range results {
 				names = append(names, r.Checker)

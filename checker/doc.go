@@ -11,4 +11,13 @@
 // register workload's operations for linearizability with porcupine, one key
 // per partition, and WriteVisualization draws the result with the run's
 // faults as bands.
+//
+// Four checkers judge the pod lifecycle from the ledger, the oracle of what
+// really ran, and the recorded API calls: CheckAtMostOne (PS-1, PS-11, LC-3:
+// no pet runs twice at once, no UID on two nodes), CheckStorage (PS-15,
+// PS-14: RWO writes never interleave, a fenced node stays fenced),
+// CheckGrace (GP-R's bound on TERM and KILL, after restarts too) and
+// CheckAuthority (PS-8, PS-9, PS-10, PS-14: who may force delete). Each
+// states in its doc comment the exact rule, its tolerance, and what it
+// approximates because the history does not record it.
 package checker

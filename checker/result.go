@@ -59,14 +59,23 @@ type Result struct {
 }
 
 // Evidence backs an Illegal verdict with the smallest set of facts that
-// shows the violation.
+// shows the violation. Evidence marked Expected instead shows behaviour the
+// guarantees allow but a reader should see (PS-7's ReplicaSet overlap); it
+// never backs a verdict.
 type Evidence struct {
 	// Key is the object or register key the evidence is about.
 	Key string `json:"key,omitempty"`
 	// Description explains the violation in words.
 	Description string `json:"description"`
+	// Expected marks evidence of allowed behaviour, reported for
+	// information only.
+	Expected bool `json:"expected,omitempty"`
 	// Ops are the operations involved, in invoke order.
 	Ops []history.Op `json:"ops,omitempty"`
+	// Ledger are the ledger entries involved, in ledger order.
+	Ledger []history.LedgerEntry `json:"ledger,omitempty"`
+	// API are the API calls involved, in invoke order.
+	API []history.APICall `json:"api,omitempty"`
 	// Linearized lists, by op ID, the longest prefix of Ops the checker
 	// could put in a legal order.
 	Linearized []uint64 `json:"linearized,omitempty"`

@@ -88,6 +88,13 @@ type APICall struct {
 	// request body; empty when there was none.
 	BodyDigest string `json:"body_digest,omitempty"`
 	Code       int    `json:"code,omitempty"`
+	// GracePeriodSeconds is the grace period a deletion of pods asked for
+	// (delete, deletecollection, and create of the eviction subresource):
+	// DeleteOptions.gracePeriodSeconds from the request body, JSON or
+	// protobuf, else the gracePeriodSeconds query parameter. Nil when the
+	// request gave none, so that the API server uses the pod's own (GP-6),
+	// and for every other request.
+	GracePeriodSeconds *int64 `json:"grace,omitempty"`
 	// ResourceVersion and UID come from the response body's metadata when
 	// it was JSON and not a watch stream.
 	ResourceVersion string `json:"rv,omitempty"`

@@ -21,6 +21,11 @@ import (
 // are left alone; other JSON responses are read in full to pick out
 // metadata.resourceVersion and metadata.uid, then handed back unchanged.
 // Protobuf responses are passed through without that extraction.
+//
+// Two facts come from request bodies (JSON or protobuf): the grace period a
+// deletion of pods asks for (APICall.GracePeriodSeconds), and the name of
+// the object a create makes, which its URL does not carry (APICall.Name; for
+// a generated name, from the answer's metadata.name once it succeeded).
 func (r *Recorder) WrapTransport(identity string) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &recordingTransport{rec: r, identity: identity, next: next}
@@ -40,7 +45,8 @@ func (t *recordingTransport) WrappedRoundTripper() http.RoundTripper { return t.
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	call := describeRequest(req)
 	call.Identity = t.identity
-	digest, req, err := digestBody(req)
+	kind := wantedBody(&call)
+	digest, body, req, err := readBody(req, kind != bodyNone)
 	if err != nil {
 		call.Invoke = t.rec.Now().Nanoseconds()
 		call.Return = call.Invoke
@@ -49,6 +55,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return nil, err
 	}
 	call.BodyDigest = digest
+	inspectRequest(&call, req, kind, body)
 
 	call.Invoke = t.rec.Now().Nanoseconds()
 	resp, err := t.next.RoundTrip(req)
@@ -97,37 +104,43 @@ func outcomeOf(verb string, code int) Status {
 	}
 }
 
-// digestBody hashes the request body without consuming it. When the request
-// cannot replay its body, it is buffered into a clone, which is returned in
-// place of req.
-func digestBody(req *http.Request) (string, *http.Request, error) {
+// readBody hashes the request body without consuming it, and returns the
+// body itself too when keep is set (or when it had to be buffered). When the
+// request cannot replay its body, it is buffered into a clone, which is
+// returned in place of req.
+func readBody(req *http.Request, keep bool) (string, []byte, *http.Request, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return "", req, nil
+		return "", nil, req, nil
 	}
 	if req.GetBody != nil {
-		// A copy that cannot be read only costs the digest; the request
-		// itself goes ahead untouched.
+		// A copy that cannot be read only costs the digest (and what the
+		// body would have told); the request itself goes ahead untouched.
 		rc, err := req.GetBody()
 		if err != nil {
-			return "", req, nil
+			return "", nil, req, nil
 		}
 		defer rc.Close()
 		h := sha256.New()
-		if _, err := io.Copy(h, rc); err != nil {
-			return "", req, nil
+		var kept bytes.Buffer
+		w := io.Writer(h)
+		if keep {
+			w = io.MultiWriter(h, &kept)
 		}
-		return shortDigest(h.Sum(nil)), req, nil
+		if _, err := io.Copy(w, rc); err != nil {
+			return "", nil, req, nil
+		}
+		return shortDigest(h.Sum(nil)), kept.Bytes(), req, nil
 	}
 	body, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
-		return "", req, fmt.Errorf("reading request body: %w", err)
+		return "", nil, req, fmt.Errorf("reading request body: %w", err)
 	}
 	clone := req.Clone(req.Context())
 	clone.Body = io.NopCloser(bytes.NewReader(body))
 	clone.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	sum := sha256.Sum256(body)
-	return shortDigest(sum[:]), clone, nil
+	return shortDigest(sum[:]), body, clone, nil
 }
 
 func shortDigest(sum []byte) string { return hex.EncodeToString(sum)[:16] }
@@ -153,6 +166,7 @@ func readMetadata(body []byte, call *APICall) {
 		Kind     string `json:"kind"`
 		Message  string `json:"message"`
 		Metadata struct {
+			Name            string `json:"name"`
 			ResourceVersion string `json:"resourceVersion"`
 			UID             string `json:"uid"`
 		} `json:"metadata"`
@@ -162,6 +176,10 @@ func readMetadata(body []byte, call *APICall) {
 	}
 	call.ResourceVersion = obj.Metadata.ResourceVersion
 	call.UID = obj.Metadata.UID
+	if call.Name == "" && call.Verb == "create" && call.Subresource == "" && call.Outcome == StatusOK && obj.Kind != "Status" {
+		// A generated name (generateName) is known only from the answer.
+		call.Name = obj.Metadata.Name
+	}
 	if obj.Kind == "Status" && call.Outcome != StatusOK && call.Error == "" {
 		call.Error = obj.Message
 	}

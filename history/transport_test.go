@@ -212,7 +212,7 @@ func TestTransportWithClientset(t *testing.T) {
 		{Verb: "watch", Resource: "pods", Namespace: "default", Code: 200, Outcome: StatusOK},
 		{Verb: "get", Resource: "pods", Namespace: "default", Name: "p1", Code: 200, ResourceVersion: "7", UID: "uid-1", Outcome: StatusOK},
 		{Verb: "list", Resource: "pods", Namespace: "default", Code: 200, ResourceVersion: "9", Outcome: StatusOK},
-		{Verb: "create", Resource: "pods", Namespace: "default", BodyDigest: hex.EncodeToString(sum[:])[:16], Code: 201, ResourceVersion: "10", UID: "uid-2", Outcome: StatusOK},
+		{Verb: "create", Resource: "pods", Namespace: "default", Name: "p2", BodyDigest: hex.EncodeToString(sum[:])[:16], Code: 201, ResourceVersion: "10", UID: "uid-2", Outcome: StatusOK},
 		{Verb: "update", Resource: "pods", Namespace: "default", Name: "p1", Code: 409, Outcome: StatusFail, Error: "the object has been modified"},
 		{Verb: "get", Resource: "pods", Namespace: "default", Name: "missing", Code: 404, Outcome: StatusFail, Error: `pods "missing" not found`},
 		{Verb: "delete", Resource: "pods", Namespace: "default", Name: "busy", Code: 503, Outcome: StatusFail, Error: "no leader"},

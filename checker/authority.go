@@ -1,0 +1,287 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// AuthorityChecker names the force-deletion authority checker in results.
+const AuthorityChecker = "authority"
+
+// authorityGuarantees are the guarantees the authority checker judges: who
+// may force delete a pod (PS-8, PS-9, PS-10, PS-14).
+var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
+
+// CheckAuthority judges every successful force deletion of a pod in the API
+// history: a delete (or eviction) that asked for grace 0 and succeeded. It is
+// allowed to
+//
+//   - admin;
+//   - the pod's own kubelet, finishing the deletion once its containers are
+//     terminated (PS-8);
+//   - pod GC, once an admin deleted the pod's node and nothing registered it
+//     again (PS-10);
+//   - the fencing controller, once the fencing controller (or an admin, who
+//     may fence by hand) wrote the node's status (PS-14).
+//
+// The history does not show the API's view of the pod, so the checker
+// approximates, in the direction that never reports an allowed deletion:
+// a grace-0 deletion is judged only when the ledger shows a container of the
+// pod running throughout the call (for an unbound, terminal or finished pod
+// grace 0 is no force deletion, GP-6; the pod's node is where that container
+// ran); a node status write by the fencing controller counts as the fence
+// confirmation (its content is not recorded), and a later unfence is not
+// seen; a deletion or write of unknown outcome counts as done. Any other
+// identity's force deletion of a running pod is Illegal, and so is a
+// kubelet's of a pod of another node or of its own pod still running (PS-8).
+// When the history has no ledger at all, force deletions by other identities
+// cannot be judged and the verdict is Unknown.
+//
+// It is pure, bounded by O(n log n + deletions × runs of their pod), and
+// answers Unknown when ctx ends or opts.Timeout passes first.
+func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
+	start := time.Now()
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	res := Result{Checker: AuthorityChecker, Guarantees: authorityGuarantees}
+	finish := func(v Verdict, summary string) Result {
+		res.Verdict, res.Summary = v, summary
+		res.Stats.Duration = time.Since(start)
+		return res
+	}
+	var forced []int
+	deletions, unknownForced, forcedCollections := 0, 0, 0
+	for i, c := range h.API {
+		switch {
+		case isPodCollectionDeletion(c):
+			deletions++
+			if isForce(c) && mayHaveHappened(c) {
+				forcedCollections++
+			}
+		case isPodDeletion(c):
+			deletions++
+			switch {
+			case !isForce(c):
+			case c.Outcome == history.StatusOK:
+				forced = append(forced, i)
+			case c.Outcome == history.StatusUnknown:
+				unknownForced++
+			}
+		}
+	}
+	if deletions == 0 {
+		return finish(Unknown, "not checked: the API history records no deletion of pods")
+	}
+	res.Stats.Ops = deletions
+	res.Stats.Checked = len(forced)
+
+	runs := containerRuns(h.Ledger)
+	w := newWitness(h, runs)
+	st := &stopper{ctx: ctx}
+	var ev, undecidedEv []Evidence
+	byWhom := map[string]int{}
+	illegal, idle, finished, undecided := 0, 0, 0, 0
+	for _, i := range forced {
+		if st.stopped() {
+			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(forced), "force deletion"), context.Cause(ctx)))
+		}
+		c := h.API[i]
+		if c.Identity == identityAdmin {
+			byWhom["admin"]++
+			continue
+		}
+		r, running := w.runningThrough(c)
+		if !running {
+			_, kubelet := kubeletNode(c.Identity)
+			switch {
+			case kubelet:
+				finished++
+			case len(runs) == 0:
+				undecided++
+				if len(undecidedEv) < opts.maxEvidence() {
+					undecidedEv = append(undecidedEv, Evidence{Key: podRef(c.Namespace, c.Name), API: apiCalls(h.API, i),
+						Description: fmt.Sprintf("%s: with no ledger the history cannot show whether the pod was running", callRef(c))})
+				}
+			default:
+				idle++
+			}
+			continue
+		}
+		why, license := w.judge(c, r)
+		if why == "" {
+			byWhom[license]++
+			continue
+		}
+		illegal++
+		res.Stats.Keys++
+		if len(ev) < opts.maxEvidence() {
+			ev = append(ev, Evidence{
+				Key: podRef(c.Namespace, c.Name),
+				Description: fmt.Sprintf("%s force deleted pod %s (%s) while its container %q (UID %s) ran on node %s since %s: %s",
+					c.Identity, podRef(c.Namespace, c.Name), callRef(c), r.container, r.uid, r.node, at(h.Ledger, r.start), why),
+				Ledger: ledgerEntries(h.Ledger, r.start, r.end),
+				API:    apiCalls(h.API, i),
+			})
+		}
+	}
+
+	var notes []string
+	if idle > 0 {
+		notes = append(notes, fmt.Sprintf("%s by controllers or users of pods with no container running throughout (unbound, terminal or finished: no force deletion in effect) not judged", count(idle, "grace-0 deletion")))
+	}
+	if unknownForced > 0 {
+		notes = append(notes, fmt.Sprintf("%s of unknown outcome not judged", count(unknownForced, "grace-0 deletion")))
+	}
+	if forcedCollections > 0 {
+		notes = append(notes, fmt.Sprintf("%s with grace 0 not judged (which pods it deleted is not recorded)", count(forcedCollections, "deletecollection")))
+	}
+	suffix := ""
+	if len(notes) > 0 {
+		suffix = "; " + strings.Join(notes, "; ")
+	}
+	switch {
+	case illegal > 0:
+		res.Evidence = ev
+		return finish(Illegal, fmt.Sprintf("%s of running pods came from identities without the authority, first %s%s",
+			count(illegal, "force deletion"), ev[0].Description, suffix))
+	case undecided > 0:
+		res.Evidence = undecidedEv
+		return finish(Unknown, fmt.Sprintf("%s by controllers or users cannot be judged: the history has no ledger to show whether their pods were running%s",
+			count(undecided, "force deletion"), suffix))
+	}
+	if len(forced) == 0 {
+		return finish(Ok, fmt.Sprintf("%s of pods, none asking for grace 0%s", count(deletions, "deletion"), suffix))
+	}
+	var allowed []string
+	if finished > 0 {
+		allowed = append(allowed, fmt.Sprintf("%d by kubelets finishing their pods' deletion", finished))
+	}
+	for _, who := range []struct{ key, what string }{
+		{"admin", "admin"}, {"podgc", "pod GC after the node's deletion"}, {"fencing", "the fencing controller after a fence"},
+	} {
+		if n := byWhom[who.key]; n > 0 {
+			allowed = append(allowed, fmt.Sprintf("%d by %s", n, who.what))
+		}
+	}
+	if len(allowed) == 0 {
+		allowed = append(allowed, "none of a running pod")
+	}
+	return finish(Ok, fmt.Sprintf("%s of pods, %d asking for grace 0: %s%s",
+		count(deletions, "deletion"), len(forced), strings.Join(allowed, ", "), suffix))
+}
+
+// isForce reports a deletion that asked for grace 0.
+func isForce(c history.APICall) bool {
+	return c.GracePeriodSeconds != nil && *c.GracePeriodSeconds == 0
+}
+
+// witness answers what the ledger and the API history show around one
+// force deletion.
+type witness struct {
+	h      *history.History
+	runs   []run
+	byUID  map[string][]int // uid -> runs
+	byPod  map[string][]string
+	nodeOp map[string][]int // node -> admin deletions, creates and fence writes of it
+}
+
+func newWitness(h *history.History, runs []run) *witness {
+	w := &witness{h: h, runs: runs, byUID: map[string][]int{}, byPod: map[string][]string{}, nodeOp: map[string][]int{}}
+	for i, r := range runs {
+		if len(w.byUID[r.uid]) == 0 {
+			w.byPod[r.pod] = append(w.byPod[r.pod], r.uid)
+		}
+		w.byUID[r.uid] = append(w.byUID[r.uid], i)
+	}
+	for i, c := range h.API {
+		if c.Group == "" && c.Resource == "nodes" && c.Name != "" && (c.Verb == "delete" || c.Verb == "create" || c.Verb == "update" || c.Verb == "patch") {
+			w.nodeOp[c.Name] = append(w.nodeOp[c.Name], i)
+		}
+	}
+	return w
+}
+
+// runningThrough returns a container run of the pod c deleted that spans
+// the whole call: it started before the call was invoked and had not ended
+// when it returned. The pod is the UID c's answer named, or, without one,
+// any pod of that name (the latest-started run wins).
+func (w *witness) runningThrough(c history.APICall) (run, bool) {
+	ledger := w.h.Ledger
+	uids := []string{c.UID}
+	if c.UID == "" {
+		uids = w.byPod[podRef(c.Namespace, c.Name)]
+	}
+	var best run
+	found := false
+	for _, uid := range uids {
+		for _, i := range w.byUID[uid] {
+			r := w.runs[i]
+			if r.pod != podRef(c.Namespace, c.Name) || ledger[r.start].T >= c.Invoke || r.endT(ledger) <= c.Return {
+				continue
+			}
+			if !found || r.start > best.start {
+				best, found = r, true
+			}
+		}
+	}
+	return best, found
+}
+
+// judge says why c, a force deletion of the pod of r, was not allowed, or
+// returns "" and the license it had.
+func (w *witness) judge(c history.APICall, r run) (why, license string) {
+	if node, ok := kubeletNode(c.Identity); ok {
+		if node == r.node {
+			return "PS-8: a kubelet finishes a deletion only once all the pod's containers are confirmed terminated, and this one still ran", ""
+		}
+		return fmt.Sprintf("PS-8: only kubelet:%s finishes the deletion of the pods of node %s", r.node, r.node), ""
+	}
+	switch c.Identity {
+	case identityPodGC:
+		if w.nodeDeleted(r.node, c) {
+			return "", "podgc"
+		}
+		return fmt.Sprintf("PS-10: pod GC force deletes only pods whose node object is gone, and the history shows no admin deletion of node %s before (or it registered again)", r.node), ""
+	case identityFencing:
+		if w.nodeFenced(r.node, c) {
+			return "", "fencing"
+		}
+		return fmt.Sprintf("PS-14: the fencing controller force deletes only after the node's fence is confirmed, and the history shows no status write of node %s by the fencing controller before", r.node), ""
+	}
+	return "PS-9: controllers and users only delete gracefully; force deletion is reserved to admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones", ""
+}
+
+// nodeDeleted reports an admin deletion of node that may have taken effect
+// before c did, with no successful registration of the node between them.
+func (w *witness) nodeDeleted(node string, c history.APICall) bool {
+	api := w.h.API
+	deleted := false
+	var deletedReturn int64
+	for _, i := range w.nodeOp[node] {
+		n := api[i]
+		switch {
+		case n.Verb == "delete" && n.Identity == identityAdmin && mayHaveHappened(n) && n.Invoke < c.Return:
+			deleted, deletedReturn = true, max(deletedReturn, n.Return)
+		case n.Verb == "create" && n.Outcome == history.StatusOK && deleted && n.Invoke > deletedReturn && n.Return < c.Invoke:
+			deleted = false
+		}
+	}
+	return deleted
+}
+
+// nodeFenced reports a status write of node by the fencing controller or
+// admin that may have taken effect before c did.
+func (w *witness) nodeFenced(node string, c history.APICall) bool {
+	for _, i := range w.nodeOp[node] {
+		n := w.h.API[i]
+		if n.Subresource == "status" && (n.Verb == "update" || n.Verb == "patch") &&
+			(n.Identity == identityFencing || n.Identity == identityAdmin) && mayHaveHappened(n) && n.Invoke < c.Return {
+			return true
+		}
+	}
+	return false
+}

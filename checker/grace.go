@@ -1,0 +1,400 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// GraceChecker names the grace-period checker in results.
+const GraceChecker = "grace-period"
+
+// graceGuarantees are the guarantees the grace-period checker judges.
+var graceGuarantees = []string{"PS-3", "PS-4", "PS-5", "GP-1", "GP-2", "GP-3", "GP-4", "GP-5", "GP-R", "LC-11", "LC-12"}
+
+// GraceTolerance is the slack of every grace-period bound, in scaled time.
+// The kubelet reads its clock after the runtime recorded TERM and never acts
+// before a deadline by that clock, so on the ledger's scaled times the bounds
+// hold exactly; the slack absorbs rounding only.
+const GraceTolerance = 100 * time.Millisecond
+
+// PreStopRecordingSlack is how much wall time the ledger entry of a preStop
+// hook's end may trail the TERM that followed the hook: the hook's end is
+// recorded by the hook's own goroutine, which may run after the kubelet's,
+// one scheduling delay late. A hook whose end is recorded later than this
+// after TERM was still running when TERM came.
+const PreStopRecordingSlack = 50 * time.Millisecond
+
+// minShutdown is GP-3's window: KILL never comes less than 2 s after TERM.
+const minShutdown = 2 * time.Second
+
+// CheckGrace judges every container kill in the ledger against GP-R's
+// safety bound. A kill begins at its preStop hook's start, or at TERM when
+// there is no hook; a second TERM or preStop of one container run begins a
+// new kill, as a restarted kubelet starts over with the full grace (PS-5,
+// LC-12). With G the effective grace of the kill and the scaled times of one
+// node's clock:
+//
+//   - TERM comes no earlier than the hook's end or start + G, whichever is
+//     first (GP-2, LC-11);
+//   - KILL comes no earlier than max(start + G, TERM + 2 s) (PS-4, GP-3,
+//     GP-R), each within GraceTolerance;
+//   - KILL never comes without TERM, unless G is 0.
+//
+// G is the smallest grace any deletion of the pod asked for before the
+// signal (GP-6; a longer one never lengthens it, PS-3), or 0 once the
+// history shows the pod force deleted or its object gone (LC-13 bounds
+// nothing then). When no deletion of the pod's UID came before the kill
+// began (a probe or eviction kill, GP-1, GP-4), or a deletion gave no grace
+// (the pod's own applies, unknown to the history), the grace the kubelet
+// stated in the ledger counts too. When the kubelet stated a shorter grace
+// than the deletions asked for and the kill honours only that one, the
+// history cannot tell a wrongly computed grace (GP-1) from a probe or
+// eviction kill that began before the kubelet saw the deletion (GP-5), or
+// from a terminal pod the API deleted at once (GP-6): that kill is Unknown.
+//
+// It is pure, O(n log n) in the ledger and API history, and answers Unknown
+// when ctx ends or opts.Timeout passes first.
+func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
+	start := time.Now()
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	res := Result{Checker: GraceChecker, Guarantees: graceGuarantees}
+	finish := func(v Verdict, summary string) Result {
+		res.Verdict, res.Summary = v, summary
+		res.Stats.Duration = time.Since(start)
+		return res
+	}
+	ledger := h.Ledger
+	attempts, firstSeen := killAttempts(ledger)
+	if len(attempts) == 0 {
+		return finish(Unknown, "not checked: the ledger records no TERM or KILL")
+	}
+	res.Stats.Ops = len(attempts)
+	idx := newDeletionIndex(h.API)
+	st := &stopper{ctx: ctx}
+
+	var illegal, undecided []Evidence
+	nIllegal, nUndecided, unjudged, unbounded, retries := 0, 0, 0, 0, 0
+	uids := map[string]bool{}
+	for _, a := range attempts {
+		if st.stopped() {
+			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(attempts), "kill"), context.Cause(ctx)))
+		}
+		uids[a.key] = true
+		if a.retry {
+			retries++
+		}
+		j := judgeKill(ledger, idx, a, firstSeen[a.key])
+		switch {
+		case j.unjudged:
+			unjudged++
+			continue
+		case j.unbounded:
+			unbounded++
+		}
+		res.Stats.Checked++
+		switch j.verdict {
+		case Illegal:
+			nIllegal++
+			if len(illegal) < opts.maxEvidence() {
+				illegal = append(illegal, j.evidence(h))
+			}
+		case Unknown:
+			nUndecided++
+			if len(undecided) < opts.maxEvidence() {
+				undecided = append(undecided, j.evidence(h))
+			}
+		}
+	}
+	res.Stats.Keys = len(uids)
+
+	var notes []string
+	if retries > 0 {
+		notes = append(notes, fmt.Sprintf("%s began again after a kubelet restart and got the full grace (PS-5)", count(retries, "kill")))
+	}
+	if unbounded > 0 {
+		notes = append(notes, fmt.Sprintf("%s of force-deleted pods (grace 0) bounded nothing", count(unbounded, "kill")))
+	}
+	if unjudged > 0 {
+		notes = append(notes, fmt.Sprintf("%s not judged: neither a deletion nor the ledger gives the grace", count(unjudged, "kill")))
+	}
+	suffix := ""
+	if len(notes) > 0 {
+		suffix = "; " + strings.Join(notes, "; ")
+	}
+	switch {
+	case res.Stats.Checked == 0:
+		return finish(Unknown, fmt.Sprintf("no kill could be judged: neither a deletion nor the ledger gives the grace of any of the %s",
+			count(len(attempts), "kill")))
+	case nIllegal > 0:
+		res.Evidence = illegal
+		return finish(Illegal, fmt.Sprintf("%s of %s broke the grace-period bound (GP-R), first pod %s: %s%s",
+			count(nIllegal, "kill"), count(res.Stats.Checked, "judged kill"), illegal[0].Key, illegal[0].Description, suffix))
+	case nUndecided > 0:
+		res.Evidence = undecided
+		return finish(Unknown, fmt.Sprintf("%s honoured only the shorter grace the kubelet stated, not the one the deletions asked for; the history cannot tell a probe or eviction kill racing the deletion (GP-5), or a terminal pod deleted at once (GP-6), from a wrongly computed grace (GP-1); first pod %s%s",
+			count(nUndecided, "kill"), undecided[0].Key, suffix))
+	}
+	return finish(Ok, fmt.Sprintf("every kill honoured its grace period (%s judged): no TERM during preStop before the deadline, no KILL before max(deadline, TERM + 2 s) nor without TERM (tolerance %s scaled)%s",
+		count(res.Stats.Checked, "kill"), GraceTolerance, suffix))
+}
+
+// killAttempt is one kill of one container run: the kubelet's preStop,
+// TERM and KILL, as ledger indices (-1 when absent).
+type killAttempt struct {
+	key, uid, namespace, pod, node, container string
+
+	preStopStart, preStopEnd, term, kill int
+	// prevTerm is a TERM of an earlier kill of the same run, or -1.
+	prevTerm int
+	// retry marks a kill after an earlier one of the same run: a kubelet
+	// restarted and began again.
+	retry bool
+}
+
+// start is the ledger index where the kill began.
+func (a *killAttempt) start() int {
+	switch {
+	case a.preStopStart >= 0:
+		return a.preStopStart
+	case a.term >= 0:
+		return a.term
+	}
+	return a.kill
+}
+
+// killAttempts splits the ledger into kills. It also returns, per instance
+// (uidKey), the recorder time of its first runtime entry, when its pod
+// object surely existed.
+func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64) {
+	type ctr struct{ key, container string }
+	cur := map[ctr]*killAttempt{}
+	lastTerm := map[ctr]int{} // the last TERM of the current run
+	firstSeen := map[string]int64{}
+	var out []killAttempt
+	flush := func(k ctr) {
+		if a := cur[k]; a != nil && (a.term >= 0 || a.kill >= 0) {
+			out = append(out, *a)
+		}
+		delete(cur, k)
+	}
+	begin := func(k ctr, e history.LedgerEntry) *killAttempt {
+		prev, retry := lastTerm[k]
+		if !retry {
+			prev = -1
+		}
+		if a := cur[k]; a != nil {
+			retry = true
+			flush(k)
+		}
+		a := &killAttempt{key: k.key, uid: e.UID, namespace: e.Namespace, pod: e.Pod, node: e.Node, container: e.Container,
+			preStopStart: -1, preStopEnd: -1, term: -1, kill: -1, prevTerm: prev, retry: retry}
+		cur[k] = a
+		return a
+	}
+	for i, e := range ledger {
+		if !isRuntimeAction(e.Action) {
+			continue
+		}
+		k := ctr{uidKey(e), e.Container}
+		if _, ok := firstSeen[k.key]; !ok {
+			firstSeen[k.key] = e.T
+		}
+		a := cur[k]
+		switch e.Action {
+		case history.LedgerStart, history.LedgerExit, history.LedgerPowerOff:
+			flush(k)
+			delete(lastTerm, k)
+		case history.LedgerPreStopStart:
+			begin(k, e).preStopStart = i
+		case history.LedgerPreStopEnd:
+			if a != nil && a.preStopStart >= 0 && a.preStopEnd < 0 {
+				a.preStopEnd = i
+			}
+		case history.LedgerTerm:
+			if a == nil || a.term >= 0 || a.kill >= 0 {
+				a = begin(k, e)
+			}
+			a.term = i
+			lastTerm[k] = i
+		case history.LedgerKill:
+			if a == nil {
+				a = begin(k, e)
+			}
+			if a.kill < 0 {
+				a.kill = i
+			}
+		}
+	}
+	for k := range cur {
+		flush(k)
+	}
+	// Kills come out in the order they began.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].start() < out[j].start() })
+	return out, firstSeen
+}
+
+// killJudgement is the outcome of judging one kill.
+type killJudgement struct {
+	verdict   Verdict
+	unjudged  bool // no grace known
+	unbounded bool // grace 0: nothing to bound
+	a         killAttempt
+	problem   string
+	grace     string // where the grace came from
+	sources   []int  // API calls behind the grace
+}
+
+func (j killJudgement) evidence(h *history.History) Evidence {
+	a := j.a
+	return Evidence{
+		Key: podRef(a.namespace, a.pod),
+		Description: fmt.Sprintf("container %q of pod %s (UID %s) on node %s: %s; %s",
+			a.container, podRef(a.namespace, a.pod), a.uid, a.node, j.problem, j.grace),
+		Ledger: ledgerEntries(h.Ledger, a.preStopStart, a.preStopEnd, a.prevTerm, a.term, a.kill),
+		API:    apiCalls(h.API, j.sources...),
+	}
+}
+
+// graceUsed is an effective grace period and where it came from.
+type graceUsed struct {
+	g       int64
+	known   bool
+	what    string
+	sources []int
+}
+
+// judgeKill applies the bound to one kill; existed is when its pod object
+// surely existed.
+func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, a killAttempt, existed int64) killJudgement {
+	j := killJudgement{a: a}
+	startAt := a.start()
+	start := ledger[startAt]
+	stated, statedKnown := int64(0), false
+	for _, i := range []int{a.term, a.kill} {
+		if i >= 0 && ledger[i].Grace > 0 && (!statedKnown || ledger[i].Grace < stated) {
+			stated, statedKnown = ledger[i].Grace, true
+		}
+	}
+	// strict is the grace as the brief of GP-R reads it: the deletions'
+	// when the kill followed a deletion of this UID; weak also lets the
+	// kubelet's stated grace lower it.
+	graces := func(cutoff int64) (strict, weak graceUsed) {
+		rg := idx.requested(podRef(a.namespace, a.pod), a.namespace, a.uid, existed, start.T, cutoff)
+		fromAPI := graceUsed{g: rg.grace, known: rg.known, sources: rg.sources}
+		switch {
+		case rg.known && rg.grace == 0:
+			fromAPI.what = "effective grace 0: the pod was force deleted or its object seen gone"
+		case rg.known:
+			fromAPI.what = fmt.Sprintf("effective grace %d s, the smallest a deletion of the pod asked for", rg.grace)
+		}
+		fromLedger := graceUsed{g: stated, known: statedKnown,
+			what: fmt.Sprintf("effective grace %d s, as the kubelet stated it in the ledger", stated)}
+		lower := func(x, y graceUsed) graceUsed {
+			switch {
+			case !x.known:
+				return y
+			case !y.known || x.g <= y.g:
+				return x
+			}
+			return y
+		}
+		switch {
+		case rg.known && rg.grace == 0:
+			return fromAPI, fromAPI
+		case rg.known && rg.triggeredBy >= 0 && !rg.unspecified:
+			return fromAPI, lower(fromAPI, fromLedger)
+		}
+		g := lower(fromAPI, fromLedger)
+		return g, g
+	}
+	var termStrict, termWeak, killStrict, killWeak graceUsed
+	if a.term >= 0 {
+		termStrict, termWeak = graces(ledger[a.term].T)
+	}
+	if a.kill >= 0 {
+		killStrict, killWeak = graces(ledger[a.kill].T)
+	}
+	if !termStrict.known && !killStrict.known {
+		j.unjudged = true
+		return j
+	}
+	j.unbounded = (!termStrict.known || termStrict.g == 0) && (!killStrict.known || killStrict.g == 0)
+
+	check := func(tg, kg graceUsed) (string, graceUsed) {
+		if p := killProblem(ledger, a, start, kg); p != "" {
+			return p, kg
+		}
+		if p := termProblem(ledger, a, start, tg); p != "" {
+			return p, tg
+		}
+		return "", graceUsed{}
+	}
+	p, used := check(termStrict, killStrict)
+	if p == "" {
+		j.verdict = Ok
+		return j
+	}
+	j.verdict = Illegal
+	if termWeak.g < termStrict.g || killWeak.g < killStrict.g {
+		if p2, used2 := check(termWeak, killWeak); p2 != "" {
+			p, used = p2, used2
+		} else {
+			j.verdict = Unknown
+			p += fmt.Sprintf(" (it honours the %d s the kubelet stated in the ledger)", stated)
+		}
+	}
+	j.problem, j.grace, j.sources = p, used.what, used.sources
+	return j
+}
+
+// killProblem says how the KILL of a broke the bound with grace g, or "".
+func killProblem(ledger []history.LedgerEntry, a killAttempt, start history.LedgerEntry, g graceUsed) string {
+	if a.kill < 0 || !g.known || g.g == 0 {
+		return ""
+	}
+	kill := ledger[a.kill]
+	term := a.term
+	if term < 0 {
+		if a.prevTerm < 0 {
+			return fmt.Sprintf("KILL at %s came without TERM", at(ledger, a.kill))
+		}
+		term = a.prevTerm // the restarted kubelet's KILL follows the first TERM
+	}
+	grace := time.Duration(g.g) * time.Second
+	deadline := start.Scaled.Add(grace)
+	bound := ledger[term].Scaled.Add(minShutdown)
+	if deadline.After(bound) {
+		bound = deadline
+	}
+	if !kill.Scaled.Before(bound.Add(-GraceTolerance)) {
+		return ""
+	}
+	return fmt.Sprintf("KILL at %s came %s after the kill began at %s and %s after TERM at %s, before max(start + %d s, TERM + 2 s) = %s after the start (tolerance %s)",
+		at(ledger, a.kill), seconds(kill.Scaled.Sub(start.Scaled)), at(ledger, a.start()), seconds(kill.Scaled.Sub(ledger[term].Scaled)),
+		at(ledger, term), g.g, seconds(bound.Sub(start.Scaled)), GraceTolerance)
+}
+
+// termProblem says how the TERM of a broke the bound with grace g, or "":
+// TERM came before the grace deadline while the preStop hook demonstrably
+// still ran (its end recorded well after TERM).
+func termProblem(ledger []history.LedgerEntry, a killAttempt, start history.LedgerEntry, g graceUsed) string {
+	if a.term < 0 || a.preStopStart < 0 || a.preStopEnd < a.term || !g.known || g.g == 0 {
+		return ""
+	}
+	term, end := ledger[a.term], ledger[a.preStopEnd]
+	deadline := start.Scaled.Add(time.Duration(g.g) * time.Second)
+	if !term.Scaled.Before(deadline.Add(-GraceTolerance)) {
+		return ""
+	}
+	if end.Scaled.Sub(term.Scaled) <= GraceTolerance || end.Wall.Sub(term.Wall) <= PreStopRecordingSlack {
+		return "" // the hook's end may just have been recorded late
+	}
+	return fmt.Sprintf("TERM at %s came %s after the preStop hook began at %s, while the hook ran until %s, before the grace deadline of %d s",
+		at(ledger, a.term), seconds(term.Scaled.Sub(start.Scaled)), at(ledger, a.preStopStart), at(ledger, a.preStopEnd), g.g)
+}

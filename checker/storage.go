@@ -1,0 +1,167 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// StorageChecker names the storage exclusivity checker in results.
+const StorageChecker = "storage-exclusivity"
+
+// storageGuarantees are the guarantees the storage checker judges: PS-15
+// (an RWO volume is used from one place at a time) and PS-14 (a node fenced
+// at the storage stays fenced; it does not come back by itself).
+var storageGuarantees = []string{"PS-15", "PS-14"}
+
+// CheckStorage judges the storage server's own record of the writes it
+// received (ledger write and write-refused entries, recorded in the order
+// the server applied them):
+//
+//   - PS-15: per volume, the accepted writes of different pod UIDs never
+//     interleave. Once UID B's write was accepted after UID A's, no write of
+//     A is accepted again: A's turn on the volume is over.
+//   - PS-14: once the server refused a write from node N (N was fenced at the
+//     storage), it accepts no later write from N. The history records no
+//     unfence, so such a write is reported even though an admin may have
+//     unfenced N on purpose; the description says so and names any admin
+//     write to node N after the refusal (unfencing updates the node too).
+//
+// It is pure, O(n) in the ledger (plus O(n) in the API history for the
+// descriptions), and answers Unknown when ctx ends or opts.Timeout passes
+// first.
+func CheckStorage(ctx context.Context, h *history.History, opts Options) Result {
+	start := time.Now()
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	res := Result{Checker: StorageChecker, Guarantees: storageGuarantees}
+	finish := func(v Verdict, summary string) Result {
+		res.Verdict, res.Summary = v, summary
+		res.Stats.Duration = time.Since(start)
+		return res
+	}
+	ledger := h.Ledger
+	type volume struct {
+		cur        string         // the writer whose turn it is
+		curLast    int            // its last accepted write
+		done       map[string]int // writers whose turn is over -> their last write
+		endedBy    map[string]int // … -> the first write of the writer after them
+		violations int
+	}
+	vols := map[string]*volume{}
+	refused := map[string]int{} // node -> its first refused write
+	back := map[string]bool{}   // nodes already reported
+	var interleaved, fenceBroken []Evidence
+	nInterleaved, nFenceBroken := 0, 0
+	st := &stopper{ctx: ctx}
+	for i, e := range ledger {
+		if st.stopped() {
+			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(res.Stats.Ops, "storage write"), context.Cause(ctx)))
+		}
+		switch e.Action {
+		case history.LedgerWriteRefused:
+			res.Stats.Ops++
+			if _, ok := refused[e.Node]; !ok {
+				refused[e.Node] = i
+			}
+			continue
+		case history.LedgerWrite:
+			res.Stats.Ops++
+		default:
+			continue
+		}
+		res.Stats.Checked++
+		if j, ok := refused[e.Node]; ok && !back[e.Node] {
+			back[e.Node] = true
+			nFenceBroken++
+			if len(fenceBroken) < opts.maxEvidence() {
+				fenceBroken = append(fenceBroken, fenceBrokenEvidence(h, j, i))
+			}
+		}
+		v := vols[e.Volume]
+		if v == nil {
+			v = &volume{cur: uidKey(e), curLast: i, done: map[string]int{}, endedBy: map[string]int{}}
+			vols[e.Volume] = v
+			continue
+		}
+		w := uidKey(e)
+		if w == v.cur {
+			v.curLast = i
+			continue
+		}
+		if last, ok := v.done[w]; ok {
+			if v.violations == 0 {
+				nInterleaved++
+				if len(interleaved) < opts.maxEvidence() {
+					interleaved = append(interleaved, interleaveEvidence(ledger, e.Volume, last, v.endedBy[w], i))
+				}
+			}
+			v.violations++
+		}
+		v.done[v.cur], v.endedBy[v.cur] = v.curLast, i
+		delete(v.done, w)
+		v.cur, v.curLast = w, i
+	}
+	res.Stats.Keys = len(vols)
+	res.Evidence = append(interleaved, fenceBroken...)
+	if res.Stats.Ops == 0 {
+		return finish(Unknown, "not checked: the ledger records no storage write")
+	}
+
+	if nInterleaved == 0 && nFenceBroken == 0 {
+		return finish(Ok, fmt.Sprintf("%s over %s never interleaved two pods, and no node wrote again once the storage refused it as fenced (%s)",
+			count(res.Stats.Checked, "accepted write"), count(len(vols), "volume"), count(len(refused), "fenced node")))
+	}
+	var parts []string
+	if nInterleaved > 0 {
+		parts = append(parts, fmt.Sprintf("%s interleaved the writes of two pods (PS-15), first volume %s", count(nInterleaved, "volume"), interleaved[0].Key))
+	}
+	if nFenceBroken > 0 {
+		parts = append(parts, fmt.Sprintf("%s wrote again after the storage had refused it as fenced (PS-14, unless an admin unfenced it, which the history does not record), first node %s",
+			count(nFenceBroken, "node"), fenceBroken[0].Key))
+	}
+	return finish(Illegal, strings.Join(parts, "; "))
+}
+
+// interleaveEvidence shows writer A's write, the write of another pod that
+// took the volume over, and A's write accepted after it.
+func interleaveEvidence(ledger []history.LedgerEntry, volume string, aLast, takeover, aAgain int) Evidence {
+	a, b, again := ledger[aLast], ledger[takeover], ledger[aAgain]
+	return Evidence{
+		Key: volume,
+		Description: fmt.Sprintf("volume %s: pod %s (UID %s, node %s, token %d) wrote at %s, then pod %s (UID %s, node %s, token %d) took the volume over at %s, and the storage still accepted a write of UID %s (node %s, token %d) at %s: two pods used the RWO volume at once",
+			volume, entryPod(a), uidKey(a), a.Node, a.Token, at(ledger, aLast), entryPod(b), uidKey(b), b.Node, b.Token, at(ledger, takeover),
+			uidKey(again), again.Node, again.Token, at(ledger, aAgain)),
+		Ledger: ledgerEntries(ledger, aLast, takeover, aAgain),
+	}
+}
+
+// fenceBrokenEvidence shows a node's refused write and a later accepted
+// one, with the admin writes to that node in between that might be an
+// unfence.
+func fenceBrokenEvidence(h *history.History, refusedAt, acceptedAt int) Evidence {
+	ledger := h.Ledger
+	r, a := ledger[refusedAt], ledger[acceptedAt]
+	ev := Evidence{
+		Key:    a.Node,
+		Ledger: ledgerEntries(ledger, refusedAt, acceptedAt),
+	}
+	var calls []int
+	for i, c := range h.API {
+		if c.Identity == identityAdmin && c.Resource == "nodes" && c.Name == a.Node && c.Verb != "get" && c.Verb != "list" && c.Verb != "watch" &&
+			mayHaveHappened(c) && c.Return >= r.T && c.Invoke <= a.T && len(calls) < 8 {
+			calls = append(calls, i)
+		}
+	}
+	ev.API = apiCalls(h.API, calls...)
+	unfence := "the history records no unfence, and no admin write to the node between them"
+	if len(calls) > 0 {
+		unfence = fmt.Sprintf("the history records no unfence; %s to the node between them may have been one", count(len(calls), "admin write"))
+	}
+	ev.Description = fmt.Sprintf("the storage refused a write of pod %s from node %s to volume %s at %s, node %s being fenced, but accepted a write of pod %s (UID %s) from it to volume %s at %s; %s",
+		entryPod(r), r.Node, r.Volume, at(ledger, refusedAt), r.Node, entryPod(a), uidKey(a), a.Volume, at(ledger, acceptedAt), unfence)
+	return ev
+}
