@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -9,7 +10,11 @@ import (
 // (LC-13: no pod object was ever seen, or it is gone) has no status to post
 // and must not try (it once panicked on the nil pod).
 func TestPostStatusWithoutPodObject(t *testing.T) {
-	w := newPodWorker(&Kubelet{}, "uid-1", "default", "gone", []ContainerStatus{
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := NewSimRuntime("node-0", nil, nil)
+	defer rt.Close()
+	w := newPodWorker(&Kubelet{rt: rt, ctx: ctx}, "uid-1", "default", "gone", []ContainerStatus{
 		{ID: "c1", Namespace: "default", Pod: "gone", UID: "uid-1", Container: "app", Running: true, StartedAt: time.Unix(100, 0)},
 	})
 	w.orphan = true
