@@ -125,11 +125,15 @@ func TestWriteThroughCutOffFollowerIsUnavailable(t *testing.T) {
 	create(ctx, follower, Key{Resource: "pods", Name: "warm"})
 	c.IsolateMember(c.Index(follower.ID()))
 	key := Key{Resource: "pods", Name: "cut"}
-	if _, err := follower.Create(ctx, key, []byte(`{}`)); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("Create through a cut-off follower: err = %v, want ErrUnavailable", err)
+	// The forward either never left (unavailable) or went out on the
+	// pooled connection the cut then killed (unknown: the leader might have
+	// received it). Both are sound; success is not.
+	_, err := follower.Create(ctx, key, []byte(`{}`))
+	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrTimeout) {
+		t.Errorf("Create through a cut-off follower: err = %v, want ErrUnavailable or ErrTimeout (unknown)", err)
 	}
 	c.Net.Heal()
-	if _, err := c.Leader().Get(ctx, key); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get of the unavailable create: err = %v, want ErrNotFound", err)
+	if _, gerr := c.Leader().Get(ctx, key); errors.Is(err, ErrUnavailable) && !errors.Is(gerr, ErrNotFound) {
+		t.Errorf("Get of the unavailable create: err = %v, want ErrNotFound", gerr)
 	}
 }
