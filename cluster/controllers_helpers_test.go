@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,6 +58,19 @@ func startCtlCluster(t *testing.T, nodes int, opts ...func(*cluster.Config)) *ct
 				return rec.WrapTransport(identity)(audit.wrap(identity, rt))
 			}
 		},
+	}
+	// The cluster's log goes to a file that a failing test names.
+	logPath := filepath.Join(os.TempDir(), "podsafe-"+strings.ReplaceAll(t.Name(), "/", "_")+".log")
+	if lf, err := os.Create(logPath); err == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		t.Cleanup(func() {
+			lf.Close()
+			if t.Failed() {
+				t.Logf("cluster log: %s", logPath)
+			} else {
+				os.Remove(logPath)
+			}
+		})
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -14,9 +14,16 @@ import (
 	"github.com/podsafe/podsafe/kubelet"
 )
 
+// fencingScale is the time scale of the fencing tests: the default 20 s
+// threshold is then 400 ms of wall time, enough that a healthy kubelet's
+// lease renewal, late on a loaded 2-core machine under -race, is not taken
+// for a partition (a false fence is safe but would use up the budget).
+const fencingScale = 50
+
 // withFencing enables the fencing controller with the given agents.
 func withFencing(agents ...string) func(*cluster.Config) {
 	return func(cfg *cluster.Config) {
+		cfg.TimeScale = fencingScale
 		cfg.Fencing = cluster.FencingOptions{Enabled: true, Agents: agents}
 	}
 }
@@ -61,6 +68,9 @@ func TestFencingRecoversPartitionedPet(t *testing.T) {
 	}
 	if !c.PoweredOff(node) {
 		t.Errorf("node %s is not powered off after its fence", node)
+	}
+	if other, err := cs.CoreV1().Nodes().Get(ctx, repl.Spec.NodeName, metav1.GetOptions{}); err != nil || fencing.Fenced(other) {
+		t.Errorf("the healthy node %s was fenced (err %v): a false fence", repl.Spec.NodeName, err)
 	}
 	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
