@@ -172,6 +172,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	defer c.Close()
 	rec.Log("cluster started", map[string]string{"members": fmt.Sprint(c.Members())})
+	evCtx, stopEvents := context.WithCancel(ctx)
+	evWG := recordStoreEvents(evCtx, c, rec)
+	defer func() { stopEvents(); evWG.Wait() }()
 
 	faults, err := nemesis.Lookup(s.Nemesis...)
 	if err != nil {

@@ -68,7 +68,13 @@ func (s *Scenario) Defaults() {
 		}
 	}
 	if s.Topology.Members == 0 {
-		s.Topology = cluster.DefaultTopology(3, len(s.Topology.Nodes), 1)
+		nodes, zones := len(s.Topology.Nodes), 1
+		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets && nodes == 0 {
+			// A workload that runs pods gets the CLI's default nodes, in
+			// as many zones as it needs.
+			nodes, zones = max(3, w.Needs().MinNodes), max(1, w.Needs().Zones)
+		}
+		s.Topology = cluster.DefaultTopology(3, nodes, zones)
 	}
 	if s.NemesisInterval == 0 {
 		s.NemesisInterval = Duration(5 * time.Second)
