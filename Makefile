@@ -39,7 +39,7 @@ test-failpoints: failpoint-ctl ## tests that need live failpoints (rewrites and 
 	@set -e; \
 	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
 	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
-	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/
+	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./specs/
 
 check-clean: ## fail if failpoint-rewritten files are left in the tree
 	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"time"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -164,5 +165,9 @@ func (k *KillTimeline) Termed(now time.Time) { k.TermAt = now }
 // KillAt is when KILL is due: max(Deadline, TermAt + 2 s). It is meaningful
 // only after Termed.
 func (k *KillTimeline) KillAt() time.Time {
-	return k.TermAt.Add(RuntimeGracePeriod(k.Grace, k.TermAt.Sub(k.Start)))
+	due := k.TermAt.Add(RuntimeGracePeriod(k.Grace, k.TermAt.Sub(k.Start)))
+	// Planted bug "kubelet-kills-early" (bug zoo): KILL half a second after
+	// TERM whatever the grace period (breaks PS-4, GP-2).
+	failpoint.Inject("killEarly", func() { due = k.TermAt.Add(500 * time.Millisecond) })
+	return due
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podsafe/podsafe/apiserver"
@@ -172,6 +173,15 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	defer c.Close()
 	rec.Log("cluster started", map[string]string{"members": fmt.Sprint(c.Members())})
+	for _, b := range s.Bugs {
+		if fp, ok := BugFailpoints[b]; ok {
+			if err := failpoint.Enable(fp, "return(true)"); err != nil {
+				return fmt.Errorf("planting bug %s: %w", b, err)
+			}
+			defer failpoint.Disable(fp) //nolint:errcheck // best effort at the end of the run
+			rec.Log("planted bug switched on", map[string]string{"bug": b, "failpoint": fp})
+		}
+	}
 	evCtx, stopEvents := context.WithCancel(ctx)
 	evWG := recordStoreEvents(evCtx, c, rec)
 	defer func() { stopEvents(); evWG.Wait() }()

@@ -24,7 +24,15 @@ func Workloads() map[string]string { return workload.Describe() }
 
 // Bugs lists the planted bugs a scenario can switch on, with one line each.
 var Bugs = map[string]string{
-	"stale-read": "every store member serves reads from its local state without asking the leader (breaks linearizability)",
+	"stale-read":          "every store member serves reads from its local state without asking the leader (breaks linearizability)",
+	"kubelet-kills-early": "kubelets send KILL half a second after TERM whatever the grace period (breaks PS-4, GP-2; needs a failpoint build)",
+}
+
+// BugFailpoints maps each planted bug that is a failpoint to the failpoint's
+// full name; a run switches it on (return(true)) once the cluster is up.
+// Such bugs need a failpoint build (make failpoint-enable).
+var BugFailpoints = map[string]string{
+	"kubelet-kills-early": "github.com/podsafe/podsafe/kubelet/killEarly",
 }
 
 // DefaultPodTimeScale is the time scale of scenarios whose workload runs
@@ -131,6 +139,9 @@ func (s *Scenario) Validate() error {
 	for _, b := range s.Bugs {
 		if _, ok := Bugs[b]; !ok {
 			return fmt.Errorf("%w: bug %q is unknown; choose one of %s", ErrInvalidScenario, b, keys(Bugs))
+		}
+		if _, fp := BugFailpoints[b]; fp && !nemesis.FailpointsCompiled() {
+			return fmt.Errorf("%w: bug %q is a failpoint, and this build's failpoints are inert: run make failpoint-enable first (make failpoint-disable after)", ErrInvalidScenario, b)
 		}
 	}
 	return nil
