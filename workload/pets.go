@@ -2,9 +2,7 @@ package workload
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,36 +27,9 @@ func init() {
 // pets:delete-pod (key ns/<set>-<ordinal>, Value grace=N|default), pets:get,
 // pets:list, and pets:create-namespace once at the start.
 type Pets struct {
-	// Namespace holds the sets (default "podsafe-pets").
-	Namespace string
-	// Sets is how many StatefulSets there are (default 3).
-	Sets int
-	// MaxReplicas bounds every scale (default 3).
-	MaxReplicas int
-	// TerminationGrace is spec.terminationGracePeriodSeconds of every pet,
-	// in scaled seconds (default 5 for the first set, 2 more for each next,
-	// at most 10).
-	TerminationGrace int64
-	// MaxDeleteGrace is the longest grace a deletion asks for, in scaled
-	// seconds (default 30).
-	MaxDeleteGrace int64
-	// Force lets deletions ask for grace 0 (force deletion), which the API
-	// refuses to the workload identity for running pods (PS-9); off by
-	// default.
-	Force bool
+	SetKnobs
 	// Script is the pets' container script (default "write=1s").
 	Script string
-	// Interval is the mean scaled time between two operations of the whole
-	// workload (default 10 s).
-	Interval time.Duration
-	// OpTimeout bounds each operation in wall time; one that runs out is
-	// recorded unknown (default 2 s).
-	OpTimeout time.Duration
-	// Weights of create, scale, delete-pod, get and list once the process
-	// knows a set exists (default 0, 3, 3, 2, 1). A set the process has not
-	// looked at is read first and created if missing; creating one known to
-	// exist can only fail.
-	Weights [5]int
 
 	_ struct{}
 }
@@ -77,42 +48,14 @@ func (w *Pets) Needs() Needs {
 }
 
 func (w *Pets) defaults() {
-	if w.Namespace == "" {
-		w.Namespace = "podsafe-pets"
-	}
-	if w.Sets == 0 {
-		w.Sets = 3
-	}
-	if w.MaxReplicas == 0 {
-		w.MaxReplicas = 3
-	}
-	if w.MaxDeleteGrace == 0 {
-		w.MaxDeleteGrace = defaultMaxDeleteGrace
-	}
+	w.SetKnobs.defaults(w.Name())
 	if w.Script == "" {
 		w.Script = "write=1s"
-	}
-	if w.Interval == 0 {
-		w.Interval = defaultInterval
-	}
-	if w.OpTimeout == 0 {
-		w.OpTimeout = defaultOpTimeout
-	}
-	if w.Weights == [5]int{} {
-		w.Weights = [5]int{0, 3, 3, 2, 1}
 	}
 }
 
 // Validate reports the first unusable field, after defaults.
-func (w *Pets) Validate() error {
-	c := *w
-	c.defaults()
-	switch {
-	case c.Sets < 0, c.MaxReplicas < 0, c.TerminationGrace < 0, c.MaxDeleteGrace < 0, c.Interval < 0, c.OpTimeout < 0:
-		return fmt.Errorf("%w: pets: Sets, MaxReplicas, TerminationGrace, MaxDeleteGrace, Interval and OpTimeout must not be negative", ErrInvalidWorkload)
-	}
-	return validWeights("pets", c.Weights[:])
-}
+func (w *Pets) Validate() error { return w.SetKnobs.validate(w.Name()) }
 
 // Run implements Workload.
 func (w *Pets) Run(ctx context.Context, env Env) error {
@@ -120,16 +63,7 @@ func (w *Pets) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
-	fam := w.family()
-	return runProcs(ctx, env, w.Name(), w.OpTimeout,
-		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, w.Namespace) },
-		func(runCtx context.Context, p *proc) {
-			ctx := context.WithoutCancel(runCtx)
-			pl := newSetPlanner(p.rng, w.Sets, w.MaxReplicas, w.MaxDeleteGrace, w.Force, w.Weights)
-			for p.think(runCtx, w.Interval) {
-				fam.run(ctx, p, pl, pl.next())
-			}
-		})
+	return w.SetKnobs.run(ctx, env, w.Name(), w.family())
 }
 
 func (w *Pets) family() *setFamily {

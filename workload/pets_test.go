@@ -71,8 +71,8 @@ func TestPetsValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"defaults", Pets{}, true},
-		{"negative replicas", Pets{MaxReplicas: -1}, false},
-		{"negative weight", Pets{Weights: [5]int{1, -1, 0, 0, 0}}, false},
+		{"negative replicas", Pets{SetKnobs: SetKnobs{MaxReplicas: -1}}, false},
+		{"negative weight", Pets{SetKnobs: SetKnobs{Weights: [5]int{1, -1, 0, 0, 0}}}, false},
 	} {
 		err := tc.w.Validate()
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidWorkload)) {

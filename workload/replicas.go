@@ -2,9 +2,7 @@ package workload
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,35 +25,10 @@ func init() {
 // ns/<pod>, Value grace=N|default), replicas:get, replicas:list, and
 // replicas:create-namespace once at the start.
 type Replicas struct {
-	// Namespace holds the sets (default "podsafe-replicas").
-	Namespace string
-	// Sets is how many ReplicaSets there are (default 3).
-	Sets int
-	// MaxReplicas bounds every scale (default 3).
-	MaxReplicas int
-	// TerminationGrace is spec.terminationGracePeriodSeconds of every pod,
-	// in scaled seconds (default 5 for the first set, 2 more for each next,
-	// at most 10).
-	TerminationGrace int64
-	// MaxDeleteGrace is the longest grace a deletion asks for, in scaled
-	// seconds (default 30).
-	MaxDeleteGrace int64
-	// Force lets deletions ask for grace 0 (refused to the workload for
-	// running pods, PS-9); off by default.
-	Force bool
+	SetKnobs
 	// Scripts are the container scripts, set i taking Scripts[i mod len]
 	// (default: unscripted, "prestop=2s", "stop-after-term=3s").
 	Scripts []string
-	// Interval is the mean scaled time between two operations of the whole
-	// workload (default 10 s).
-	Interval time.Duration
-	// OpTimeout bounds each operation in wall time (default 2 s).
-	OpTimeout time.Duration
-	// Weights of create, scale, delete-pod, get and list once the process
-	// knows a set exists (default 0, 3, 3, 2, 1). A set the process has not
-	// looked at is read first and created if missing; creating one known to
-	// exist can only fail.
-	Weights [5]int
 
 	_ struct{}
 }
@@ -74,42 +47,14 @@ func (w *Replicas) Needs() Needs {
 }
 
 func (w *Replicas) defaults() {
-	if w.Namespace == "" {
-		w.Namespace = "podsafe-replicas"
-	}
-	if w.Sets == 0 {
-		w.Sets = 3
-	}
-	if w.MaxReplicas == 0 {
-		w.MaxReplicas = 3
-	}
-	if w.MaxDeleteGrace == 0 {
-		w.MaxDeleteGrace = defaultMaxDeleteGrace
-	}
+	w.SetKnobs.defaults(w.Name())
 	if len(w.Scripts) == 0 {
 		w.Scripts = []string{"", "prestop=2s", "stop-after-term=3s"}
-	}
-	if w.Interval == 0 {
-		w.Interval = defaultInterval
-	}
-	if w.OpTimeout == 0 {
-		w.OpTimeout = defaultOpTimeout
-	}
-	if w.Weights == [5]int{} {
-		w.Weights = [5]int{0, 3, 3, 2, 1}
 	}
 }
 
 // Validate reports the first unusable field, after defaults.
-func (w *Replicas) Validate() error {
-	c := *w
-	c.defaults()
-	switch {
-	case c.Sets < 0, c.MaxReplicas < 0, c.TerminationGrace < 0, c.MaxDeleteGrace < 0, c.Interval < 0, c.OpTimeout < 0:
-		return fmt.Errorf("%w: replicas: Sets, MaxReplicas, TerminationGrace, MaxDeleteGrace, Interval and OpTimeout must not be negative", ErrInvalidWorkload)
-	}
-	return validWeights("replicas", c.Weights[:])
-}
+func (w *Replicas) Validate() error { return w.SetKnobs.validate(w.Name()) }
 
 // Run implements Workload.
 func (w *Replicas) Run(ctx context.Context, env Env) error {
@@ -117,16 +62,7 @@ func (w *Replicas) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
-	fam := &setFamily{ns: w.Namespace, prefix: "web", replicaSet: w.replicaSet}
-	return runProcs(ctx, env, w.Name(), w.OpTimeout,
-		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, w.Namespace) },
-		func(runCtx context.Context, p *proc) {
-			ctx := context.WithoutCancel(runCtx)
-			pl := newSetPlanner(p.rng, w.Sets, w.MaxReplicas, w.MaxDeleteGrace, w.Force, w.Weights)
-			for p.think(runCtx, w.Interval) {
-				fam.run(ctx, p, pl, pl.next())
-			}
-		})
+	return w.SetKnobs.run(ctx, env, w.Name(), &setFamily{ns: w.Namespace, prefix: "web", replicaSet: w.replicaSet})
 }
 
 // replicaSet builds set i with replicas. It is pure.

@@ -1,0 +1,87 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SetKnobs are the knobs the set workloads (pets, replicas) share: how many
+// sets, how far they scale, how their pods are deleted, and the pace.
+type SetKnobs struct {
+	// Namespace holds the sets (default "podsafe-<workload>").
+	Namespace string
+	// Sets is how many sets there are (default 3).
+	Sets int
+	// MaxReplicas bounds every scale (default 3).
+	MaxReplicas int
+	// TerminationGrace is spec.terminationGracePeriodSeconds of every pod,
+	// in scaled seconds (default 5 for the first set, 2 more for each next,
+	// at most 10).
+	TerminationGrace int64
+	// MaxDeleteGrace is the longest grace a deletion asks for, in scaled
+	// seconds (default 30).
+	MaxDeleteGrace int64
+	// Force lets deletions ask for grace 0 (force deletion), which the API
+	// refuses to the workload identity for running pods (PS-9); off by
+	// default.
+	Force bool
+	// Interval is the mean scaled time between two operations of the whole
+	// workload (default 10 s).
+	Interval time.Duration
+	// OpTimeout bounds each operation in wall time; one that runs out is
+	// recorded unknown (default 2 s).
+	OpTimeout time.Duration
+	// Weights of create, scale, delete-pod, get and list once the process
+	// knows a set exists (default 0, 3, 3, 2, 1). A set the process has not
+	// looked at is read first and created if missing; creating one known to
+	// exist can only fail.
+	Weights [5]int
+}
+
+func (k *SetKnobs) defaults(workload string) {
+	if k.Namespace == "" {
+		k.Namespace = "podsafe-" + workload
+	}
+	if k.Sets == 0 {
+		k.Sets = 3
+	}
+	if k.MaxReplicas == 0 {
+		k.MaxReplicas = 3
+	}
+	if k.MaxDeleteGrace == 0 {
+		k.MaxDeleteGrace = defaultMaxDeleteGrace
+	}
+	if k.Interval == 0 {
+		k.Interval = defaultInterval
+	}
+	if k.OpTimeout == 0 {
+		k.OpTimeout = defaultOpTimeout
+	}
+	if k.Weights == [5]int{} {
+		k.Weights = [5]int{0, 3, 3, 2, 1}
+	}
+}
+
+// validate reports the first unusable knob, after defaults.
+func (k SetKnobs) validate(workload string) error {
+	k.defaults(workload)
+	switch {
+	case k.Sets < 0, k.MaxReplicas < 0, k.TerminationGrace < 0, k.MaxDeleteGrace < 0, k.Interval < 0, k.OpTimeout < 0:
+		return fmt.Errorf("%w: %s: Sets, MaxReplicas, TerminationGrace, MaxDeleteGrace, Interval and OpTimeout must not be negative", ErrInvalidWorkload, workload)
+	}
+	return validWeights(workload, k.Weights[:])
+}
+
+// run drives the processes of a set workload over fam until ctx ends.
+func (k *SetKnobs) run(ctx context.Context, env Env, workload string, fam *setFamily) error {
+	return runProcs(ctx, env, workload, k.OpTimeout,
+		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, k.Namespace) },
+		func(runCtx context.Context, p *proc) {
+			ctx := context.WithoutCancel(runCtx)
+			pl := newSetPlanner(p.rng, k.Sets, k.MaxReplicas, k.MaxDeleteGrace, k.Force, k.Weights)
+			for p.think(runCtx, k.Interval) {
+				fam.run(ctx, p, pl, pl.next())
+			}
+		})
+}
