@@ -1,11 +1,11 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -498,35 +498,26 @@ func (s *Server) admitPriorityClass(ctx context.Context, pc *schedulingv1.Priori
 
 var grPriorityClasses = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses").GroupResource()
 
-// hasSpec reports whether obj has a spec whose changes metadata.generation
-// counts (every served kind with a spec; pods too, as kube-apiserver does).
-func hasSpec(obj runtime.Object) bool {
-	_, ok := specJSON(obj)
-	return ok
+// specOf returns obj's Spec field, or an invalid Value when its kind has
+// none. Reflection, not encoding: it runs on every create and update.
+func specOf(obj runtime.Object) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.Elem().FieldByName("Spec")
 }
 
-// specJSON returns the JSON of obj's spec, and false when it has none.
-func specJSON(obj runtime.Object) (json.RawMessage, bool) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, false
-	}
-	var top struct {
-		Spec json.RawMessage `json:"spec"`
-	}
-	if json.Unmarshal(b, &top) != nil || len(top.Spec) == 0 {
-		return nil, false
-	}
-	return top.Spec, true
-}
+// hasSpec reports whether obj has a spec whose changes metadata.generation
+// counts (every served kind with a spec; pods too, as kube-apiserver does).
+func hasSpec(obj runtime.Object) bool { return specOf(obj).IsValid() }
 
 // bumpGeneration increments out's metadata.generation when its spec differs
 // from cur's, as kube-apiserver does, so controllers can report
 // status.observedGeneration.
 func bumpGeneration(cur, out runtime.Object) {
-	a, okA := specJSON(cur)
-	b, okB := specJSON(out)
-	if !okA || !okB || bytes.Equal(a, b) {
+	a, b := specOf(cur), specOf(out)
+	if !a.IsValid() || !b.IsValid() || apiequality.Semantic.DeepEqual(a.Interface(), b.Interface()) {
 		return
 	}
 	cm, err1 := metaOf(cur)
