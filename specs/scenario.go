@@ -23,17 +23,13 @@ var ErrInvalidScenario = errors.New("invalid scenario")
 func Workloads() map[string]string { return workload.Describe() }
 
 // Bugs lists the planted bugs a scenario can switch on, with one line each.
-var Bugs = map[string]string{
-	"stale-read":          "every store member serves reads from its local state without asking the leader (breaks linearizability)",
-	"kubelet-kills-early": "kubelets send KILL half a second after TERM whatever the grace period (breaks PS-4, GP-2; needs a failpoint build)",
-}
+// The bug zoo (Zoo) registers its bugs here as well.
+var Bugs = map[string]string{}
 
 // BugFailpoints maps each planted bug that is a failpoint to the failpoint's
 // full name; a run switches it on (return(true)) once the cluster is up.
 // Such bugs need a failpoint build (make failpoint-enable).
-var BugFailpoints = map[string]string{
-	"kubelet-kills-early": "github.com/podsafe/podsafe/kubelet/killEarly",
-}
+var BugFailpoints = map[string]string{}
 
 // DefaultPodTimeScale is the time scale of scenarios whose workload runs
 // pods, unless the scenario sets one.
