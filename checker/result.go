@@ -55,7 +55,23 @@ type Result struct {
 	// Summary is one or two sentences a person can act on.
 	Summary  string     `json:"summary"`
 	Evidence []Evidence `json:"evidence,omitempty"`
-	Stats    Stats      `json:"stats"`
+	// Figures are measurements that are not verdicts (time to recovery,
+	// overlap counts), for reports.
+	Figures []Figure `json:"figures,omitempty"`
+	Stats   Stats    `json:"stats"`
+}
+
+// Figure is one measurement a checker reports besides its verdict.
+type Figure struct {
+	// Name says what was measured, e.g. "time to recovery".
+	Name string `json:"name"`
+	// Key is the object the figure is about (a pet, a node), if any.
+	Key   string  `json:"key,omitempty"`
+	Value float64 `json:"value"`
+	// Unit is the value's unit: "s" (scaled seconds), "count", "%".
+	Unit string `json:"unit,omitempty"`
+	// Fault names the fault the figure follows, if any.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Evidence backs an Illegal verdict with the smallest set of facts that
