@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean
+.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,7 +39,20 @@ test-failpoints: failpoint-ctl ## tests that need live failpoints (rewrites and 
 	@set -e; \
 	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
 	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
-	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./specs/
+	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./specs/; \
+	PODSAFE_FAILPOINTS=1 $(GO) test -count=1 -timeout 14m -run 'TestSpecs' ./specs/ -ginkgo.label-filter=bugzoo
+
+# The bug zoo: every planted bug under a scenario that can expose it (caught or
+# missed, time to detect), then the zoo's scenarios with no bug for
+# BUGZOO_CLEAN_SEEDS seeds each (no violation allowed). Rewrites the failpoint
+# markers and always restores the sources.
+BUGZOO_CLEAN_SEEDS ?= 3
+BUGZOOFLAGS        ?=
+bugzoo: failpoint-ctl ## plant every bug of the zoo, report caught/missed and time to detect, then a clean seed matrix
+	@set -e; \
+	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
+	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
+	$(GO) run ./cmd/podsafe bugzoo --clean-seeds $(BUGZOO_CLEAN_SEEDS) $(BUGZOOFLAGS)
 
 check-clean: ## fail if failpoint-rewritten files are left in the tree
 	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \

@@ -14,8 +14,8 @@ import (
 	"github.com/podsafe/podsafe/specs"
 )
 
-// The register suite: the store under partitions must stay linearizable, and
-// the checker must catch a store that serves stale reads.
+// The register suite: the store under partitions must stay linearizable (the
+// bug zoo's stale-read entry shows the checker catches a store that is not).
 var _ = Describe("register workload", Label("STORE", "chaos"), func() {
 	run := func(ctx context.Context, s specs.Scenario) *specs.Outcome {
 		dir := GinkgoT().TempDir()
@@ -45,27 +45,6 @@ var _ = Describe("register workload", Label("STORE", "chaos"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.Nemesis).NotTo(BeEmpty(), "the nemesis must have injected faults")
 		Expect(out.Dir + "/linearizability.html").To(BeAnExistingFile())
-	}, SpecTimeout(2*time.Minute))
-
-	It("judges a follower serving stale reads NOT linearizable", func(ctx SpecContext) {
-		out := run(ctx, specs.Scenario{
-			Workload:        "register",
-			Nemesis:         []string{"isolate-one"},
-			NemesisInterval: specs.Duration(800 * time.Millisecond),
-			Duration:        specs.Duration(10 * time.Second),
-			Concurrency:     6,
-			Seed:            2,
-			Bugs:            []string{"stale-read"},
-		})
-		Expect(out.Results.Verdict).To(Equal(checker.Illegal), "the stale-read bug must be caught")
-		var lin *checker.Result
-		for i := range out.Results.Checks {
-			if out.Results.Checks[i].Verdict == checker.Illegal {
-				lin = &out.Results.Checks[i]
-			}
-		}
-		Expect(lin).NotTo(BeNil())
-		Expect(lin.Evidence).NotTo(BeEmpty(), "an Illegal verdict carries evidence")
 	}, SpecTimeout(2*time.Minute))
 
 	It("re-checks a saved history and a truncated one", func(ctx SpecContext) {
