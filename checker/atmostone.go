@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -76,9 +78,10 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 	}
 	sort.Strings(pods)
 
-	var petEv []Evidence
+	fences := nodeFences(h.Store)
+	var petEv, fencedEv []Evidence
 	var firstPet string
-	petBad, pets, otherOverlaps, undecided := 0, 0, 0, 0
+	petBad, pets, otherOverlaps, undecided, fencedRuns := 0, 0, 0, 0, 0
 	for _, pod := range pods {
 		if st.stopped() {
 			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(runs), "container run"), context.Cause(ctx)))
@@ -87,6 +90,18 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		var petRuns []run
 		for _, r := range all {
 			if kinds[r.uid] == kindPet {
+				if cut, ok := fenceCut(ledger, fences, r); ok {
+					// What the run did after its node's fence cannot reach
+					// anyone (PS-14): for at-most-one it ended there.
+					fencedRuns++
+					if len(fencedEv) < opts.maxEvidence() {
+						fencedEv = append(fencedEv, Evidence{Key: pod, Expected: true,
+							Description: fmt.Sprintf("pet %s UID %s on node %s was still running when the store recorded node %s fenced (%s); it counts as ended there",
+								pod, r.uid, r.node, r.node, at(ledger, cut)),
+							Ledger: ledgerEntries(ledger, r.start, cut, r.end)})
+					}
+					r.end = cut
+				}
 				petRuns = append(petRuns, r)
 			}
 		}
@@ -124,6 +139,10 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		notes = append(notes, fmt.Sprintf("%s started while a predecessor of the same ReplicaSet was being deleted, as PS-7 allows",
 			count(expected, "ReplicaSet replacement")))
 	}
+	if fencedRuns > 0 {
+		notes = append(notes, fmt.Sprintf("%s kept running on a node after its fence was recorded and count as ended at the fence (PS-14)",
+			count(fencedRuns, "pet container run")))
+	}
 	if otherOverlaps > 0 {
 		notes = append(notes, fmt.Sprintf("%s ran two UIDs at once, allowed for pods that are not pets (a force-deleted pod's name may be reused, LC-13)",
 			count(otherOverlaps, "non-pet pod name")))
@@ -133,7 +152,7 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		suffix = "; " + strings.Join(notes, "; ")
 	}
 
-	res.Evidence = append(append(petEv, nodeEv...), expectedEv...)
+	res.Evidence = append(append(append(petEv, nodeEv...), expectedEv...), fencedEv...)
 	switch {
 	case petBad > 0 || nodeBad > 0:
 		var parts []string
@@ -349,4 +368,69 @@ func replicaOverlaps(h *history.History, runs []run, kinds map[string]podKind, m
 		}
 	}
 	return total, ev
+}
+
+// nodeFences returns, per node, the recording times of the store changes
+// that turned its Fenced condition (podsafe.io/Fenced) True: the fencing
+// controller records it only after every fence agent succeeded, so from
+// then on what still runs there is cut off (PS-14).
+func nodeFences(store []history.StoreEvent) map[string][]int64 {
+	out := map[string][]int64{}
+	fenced := map[string]bool{}
+	for _, ev := range store {
+		if ev.Resource != "nodes" || len(ev.Object) == 0 || !bytes.Contains(ev.Object, []byte(fencedConditionType)) {
+			if ev.Resource == "nodes" {
+				fenced[ev.Name] = false
+			}
+			continue
+		}
+		var n struct {
+			Status struct {
+				Conditions []struct {
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"conditions"`
+			} `json:"status"`
+		}
+		if json.Unmarshal(ev.Object, &n) != nil {
+			continue
+		}
+		now := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == fencedConditionType && c.Status == "True" {
+				now = true
+			}
+		}
+		if now && !fenced[ev.Name] && ev.Type != history.StoreDeleted {
+			out[ev.Name] = append(out[ev.Name], ev.T)
+		}
+		fenced[ev.Name] = now
+	}
+	return out
+}
+
+// fencedConditionType is the Node condition the fencing controller sets
+// (fencing.FencedCondition; the checker does not import the system).
+const fencedConditionType = "podsafe.io/Fenced"
+
+// fenceCut returns the ledger index at which r's node was first recorded
+// fenced after r started, when that is before r ended.
+func fenceCut(ledger []history.LedgerEntry, fences map[string][]int64, r run) (int, bool) {
+	started := ledger[r.start].T
+	for _, f := range fences[r.node] {
+		if f < started {
+			continue
+		}
+		end := len(ledger)
+		if r.end != endless {
+			end = r.end
+		}
+		for i := r.start + 1; i < end; i++ {
+			if ledger[i].T >= f {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
 }

@@ -228,3 +228,60 @@ func TestAtMostOneLarge(t *testing.T) {
 		t.Errorf("stats %+v", res.Stats)
 	}
 }
+
+// nodeStatus appends a store change of node at t with its Fenced condition
+// True or False.
+func (b *hb) nodeStatus(t float64, node string, fenced bool) *hb {
+	status := "False"
+	if fenced {
+		status = "True"
+	}
+	obj := fmt.Sprintf(`{"metadata":{"name":%q},"status":{"conditions":[{"type":"Ready","status":"Unknown"},{"type":"podsafe.io/Fenced","status":%q}]}}`, node, status)
+	b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreModified, Resource: "nodes", Name: node, RV: "1", Object: []byte(obj), T: secs(t)})
+	return b
+}
+
+// A pet still running on a node whose fence the store recorded (a storage
+// or network fence leaves its processes up) is cut off: the replacement may
+// start (PS-14). The same replacement before the fence is recorded, or on
+// a node whose fence was lifted, is a violation.
+func TestAtMostOneFencedNode(t *testing.T) {
+	base := func() *hb {
+		return (&hb{}).
+			created(1, identityPet, "web-0", "a").
+			led(2, history.LedgerStart, "n1", "web-0", "a")
+	}
+	ok := base().
+		nodeStatus(5, "n1", true).
+		created(6, identityPet, "web-0", "b").
+		led(7, history.LedgerStart, "n2", "web-0", "b").
+		led(30, history.LedgerKill, "n1", "web-0", "a")
+	res := mustVerdict(t, CheckAtMostOne(bg, ok.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "fence", "PS-14")
+	if len(res.Evidence) != 1 || !res.Evidence[0].Expected {
+		t.Errorf("evidence %+v, want one expected item for the fenced run", res.Evidence)
+	}
+
+	early := base().
+		created(6, identityPet, "web-0", "b").
+		led(7, history.LedgerStart, "n2", "web-0", "b").
+		nodeStatus(8, "n1", true)
+	mustVerdict(t, CheckAtMostOne(bg, early.history(), Options{}), Illegal)
+
+	// Fenced before the first UID started (an earlier fence, later lifted
+	// by an admin): it does not cut the new run.
+	lifted := (&hb{}).
+		nodeStatus(0.5, "n1", true).
+		nodeStatus(0.8, "n1", false).
+		created(1, identityPet, "web-0", "a").
+		led(2, history.LedgerStart, "n1", "web-0", "a").
+		created(6, identityPet, "web-0", "b").
+		led(7, history.LedgerStart, "n2", "web-0", "b")
+	mustVerdict(t, CheckAtMostOne(bg, lifted.history(), Options{}), Illegal)
+
+	other := base().
+		nodeStatus(5, "n3", true).
+		created(6, identityPet, "web-0", "b").
+		led(7, history.LedgerStart, "n2", "web-0", "b")
+	mustVerdict(t, CheckAtMostOne(bg, other.history(), Options{}), Illegal)
+}

@@ -144,7 +144,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		Kubelets:    need.Kubelets,
 		Scheduler:   need.Scheduler,
 		Controllers: need.Controllers,
-		Fencing:     cluster.FencingOptions{Enabled: need.Fencing},
+		Fencing:     cluster.FencingOptions{Enabled: need.Fencing || s.Fencing, Agents: s.FenceAgents},
 		Topology:    s.Topology,
 		TimeScale:   s.TimeScale,
 		Durable:     s.Durable,

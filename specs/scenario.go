@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,12 @@ type Scenario struct {
 	Durable bool `json:"durable,omitempty"`
 	// Bugs are planted bugs to switch on (see Bugs).
 	Bugs []string `json:"bugs,omitempty"`
+	// Fencing runs the fencing controller (PS-14) even when the workload
+	// does not ask for it.
+	Fencing bool `json:"fencing,omitempty"`
+	// FenceAgents names the fence agents in order (storage, power,
+	// network); empty means the cluster's default (storage, then power).
+	FenceAgents []string `json:"fenceAgents,omitempty"`
 
 	_ struct{}
 }
@@ -131,6 +138,11 @@ func (s *Scenario) Validate() error {
 	}
 	if s.TimeScale < 1 {
 		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
+	}
+	for _, a := range s.FenceAgents {
+		if !slices.Contains(cluster.FenceAgentNames, a) {
+			return fmt.Errorf("%w: fence agent %q is unknown; choose from %s", ErrInvalidScenario, a, strings.Join(cluster.FenceAgentNames, ", "))
+		}
 	}
 	for _, b := range s.Bugs {
 		if _, ok := Bugs[b]; !ok {

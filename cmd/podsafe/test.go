@@ -32,6 +32,8 @@ type testFlags struct {
 	store           string
 	durable         bool
 	bugs            []string
+	fencing         bool
+	fenceAgents     []string
 }
 
 func newTestCmd() *cobra.Command {
@@ -62,6 +64,8 @@ func newTestCmd() *cobra.Command {
 	fl.StringVar(&f.store, "store", "store", "directory for results")
 	fl.BoolVar(&f.durable, "durable", false, "store raft's log on disk (raft-boltdb) instead of in memory")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "switch on a planted bug (see podsafe list); the checkers must catch it")
+	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
+	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	return cmd
 }
 
@@ -109,6 +113,15 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("bug") {
 		s.Bugs = f.bugs
+	}
+	if set("fencing") {
+		s.Fencing = f.fencing
+	}
+	if set("fence-agents") {
+		s.FenceAgents = f.fenceAgents
+	}
+	if len(s.FenceAgents) > 0 {
+		s.Fencing = true
 	}
 	return s, nil
 }
@@ -234,6 +247,11 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	for _, b := range s.Bugs {
 		args = append(args, "--bug", b)
+	}
+	if len(s.FenceAgents) > 0 {
+		args = append(args, "--fence-agents", strings.Join(s.FenceAgents, ","))
+	} else if s.Fencing {
+		args = append(args, "--fencing")
 	}
 	return strings.Join(args, " ") + storeFlag(store)
 }
