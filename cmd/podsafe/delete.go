@@ -5,19 +5,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// forceWarning is what PS-16 asks the user interface to say before a force
-// deletion.
-const forceWarning = `Warning: a force deletion removes the pod from the API at once, without waiting
-for its kubelet to confirm that its containers have stopped. If the node is only
-partitioned, its processes may keep running, and a controller may start a
-replacement next to them: two copies of a pet, two writers of one volume.
-Fence the node first, or make sure it is really gone.`
+	"github.com/podsafe/podsafe/specs"
+)
 
 func newDeleteCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "delete", Short: "delete objects from a running cluster, kubectl-style"}
@@ -50,12 +42,6 @@ because the pod's processes may keep running (PS-16).`,
 			if confirm && !force {
 				return &exitError{code: exitUsage, err: errors.New("--confirm confirms a force deletion; it needs --force")}
 			}
-			if force {
-				fmt.Fprintln(errOut, forceWarning)
-				if !confirm {
-					return &exitError{code: exitUsage, err: fmt.Errorf("not deleting pod %s/%s: a force deletion needs --confirm", namespace, name)}
-				}
-			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return &exitError{code: exitUsage, err: fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)}
@@ -64,19 +50,16 @@ because the pod's processes may keep running (PS-16).`,
 			if err != nil {
 				return &exitError{code: exitUsage, err: fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)}
 			}
-			opts := metav1.DeleteOptions{}
-			switch {
-			case force:
-				opts.GracePeriodSeconds = new(int64)
-			case grace >= 0:
-				opts.GracePeriodSeconds = &grace
+			o := specs.DeletePodOptions{Force: force, Confirmed: confirm}
+			if !force && grace >= 0 {
+				o.GracePeriodSeconds = &grace
 			}
-			err = cs.CoreV1().Pods(namespace).Delete(cmd.Context(), name, opts)
+			err = specs.DeletePod(cmd.Context(), cs, namespace, name, o, errOut)
 			switch {
-			case apierrors.IsNotFound(err):
-				return &exitError{code: exitInvalid, err: fmt.Errorf("pod %s/%s not found", namespace, name)}
+			case errors.Is(err, specs.ErrNeedsConfirmation):
+				return &exitError{code: exitUsage, err: fmt.Errorf("not deleting pod %s/%s: a force deletion needs --confirm", namespace, name)}
 			case err != nil:
-				return &exitError{code: exitInvalid, err: fmt.Errorf("deleting pod %s/%s: %w", namespace, name, err)}
+				return &exitError{code: exitInvalid, err: err}
 			}
 			if force {
 				fmt.Fprintf(out, "pod %s/%s force deleted\n", namespace, name)
