@@ -1,0 +1,315 @@
+package specs_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/controller"
+	"github.com/podsafe/podsafe/fencing"
+	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/specs"
+)
+
+// The conformance suite: one It per guarantee ID, labelled with the ID and
+// its family, so `ginkgo --label-filter=PS` (or `go test ./specs/
+// -ginkgo.label-filter=PS-11`) proves one family or one guarantee. Most
+// guarantees are judged by a checker over the history of a shared
+// conformance run (specs.ConformanceRuns, each run once per suite): the It
+// asserts that a checker judged the ID, found it held, and had something to
+// judge. The others are asserted on the run's history directly or probed on a
+// live in-process cluster. Guarantees with no proof yet are pending (PIt), so
+// the conformance report shows them as not covered.
+//
+// PODSAFE_CONFORMANCE_STORE keeps the runs' directories there (default: a
+// temporary directory removed after the suite).
+var conformance = &specs.ConformanceSuite{}
+
+var _ = BeforeSuite(func() {
+	if dir := os.Getenv("PODSAFE_CONFORMANCE_STORE"); dir != "" {
+		conformance.StoreDir = dir
+		return
+	}
+	dir, err := os.MkdirTemp("", "podsafe-conformance-")
+	Expect(err).NotTo(HaveOccurred())
+	conformance.StoreDir = dir
+	DeferCleanup(os.RemoveAll, dir)
+})
+
+// judgedBy is one guarantee proven by the checkers over a conformance run.
+type judgedBy struct {
+	id, run, what string
+	// also asserts more on the run's history, when set.
+	also func(h *history.History, res []checker.Result)
+}
+
+// family is the family of a guarantee ID: LC-3 → LC.
+func family(id string) string {
+	f, _, _ := strings.Cut(id, "-")
+	return f
+}
+
+// outcome returns the conformance run called name, running it if needed,
+// and its loaded history.
+func outcome(ctx context.Context, name string) (*specs.Outcome, *history.History) {
+	out, err := conformance.Outcome(context.WithoutCancel(ctx), name)
+	Expect(err).NotTo(HaveOccurred(), "conformance run %s", name)
+	h, err := history.Load(filepath.Join(out.Dir, "history.jsonl"))
+	Expect(err).NotTo(HaveOccurred())
+	return out, h
+}
+
+// expectJudgedOk asserts that some checker of the run judged id, that every
+// one that did found it held, and that at least one had something to judge.
+func expectJudgedOk(out *specs.Outcome, id string) {
+	var judges []checker.Result
+	for _, r := range out.Results.Checks {
+		if slices.Contains(r.Guarantees, id) {
+			judges = append(judges, r)
+		}
+	}
+	Expect(judges).NotTo(BeEmpty(), "no checker of run %s judges %s (checks: %v)", out.Dir, id, checkerNames(out.Results.Checks))
+	for _, r := range judges {
+		Expect(r.Verdict).To(Equal(checker.Ok), "%s judged %s %s in %s: %s", r.Checker, id, r.Verdict, out.Dir, r.Summary)
+	}
+	Expect(slices.ContainsFunc(judges, func(r checker.Result) bool { return r.Stats.Checked > 0 })).To(BeTrue(),
+		"the run %s gave the checkers of %s nothing to judge: %+v", out.Dir, id, judges)
+}
+
+func checkerNames(rs []checker.Result) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Checker)
+	}
+	return out
+}
+
+var judged = []judgedBy{
+	{id: checker.GuaranteeStoreLin, run: "store", what: "register operations stay linearizable under partitions"},
+
+	{id: "LC-1", run: "lifecycle", what: "every recorded phase is one of the five"},
+	{id: "LC-2", run: "lifecycle", what: "phases follow exit codes and restart policies and never go back"},
+	{id: "LC-3", run: "pets", what: "a UID is bound once and runs only on its node"},
+	{id: "LC-6", run: "lifecycle", what: "restarts wait out the exponential back-off"},
+	{id: "LC-7", run: "lifecycle", what: "pod conditions are coherent"},
+	{id: "LC-8", run: "lifecycle", what: "Ready needs every readiness gate"},
+	{id: "LC-10", run: "lifecycle", what: "init containers run one after another, to success, before the app"},
+	{id: "LC-11", run: "pets", what: "graceful deletion: preStop, TERM, KILL only when the grace expires"},
+	{id: "LC-12", run: "pets", what: "a restarted kubelet gives a terminating pod its full grace again"},
+
+	{id: "PS-1", run: "pets", what: "a pod executes on exactly one node"},
+	{id: "PS-2", run: "lifecycle", what: "phases happen in order and never go back"},
+	{id: "PS-3", run: "pets", what: "the grace period is honoured and only ever shortened"},
+	{id: "PS-4", run: "pets", what: "preStop, TERM, at least 2 s, KILL"},
+	{id: "PS-5", run: "pets", what: "a kubelet crash restarts termination with the full grace"},
+	{id: "PS-7", run: "replicas", what: "ReplicaSet overlap is reported as expected, never as a violation",
+		also: func(h *history.History, res []checker.Result) {
+			for _, r := range res {
+				for _, ev := range r.Evidence {
+					Expect(ev.Expected).To(BeTrue(), "a valid run carries only expected evidence: %+v", ev)
+				}
+			}
+		}},
+	{id: "PS-8", run: "pets", what: "only the kubelet removes a pod, after its processes ended"},
+	{id: "PS-9", run: "pets", what: "controllers only delete gracefully"},
+	{id: "PS-10", run: "pets", what: "pod GC force deletes only pods of deleted nodes"},
+	{id: "PS-11", run: "pets", what: "at most one process per pet identity"},
+	{id: "PS-12", run: "nodedown", what: "a partitioned pet is not replaced while partitioned",
+		also: func(h *history.History, _ []checker.Result) {
+			Expect(faultsNamed(h, "partition-node")).To(BeNumerically(">", 0), "the run partitioned a node")
+		}},
+	{id: "PS-14", run: "fencing", what: "the fencing controller force deletes only after the fence",
+		also: func(h *history.History, _ []checker.Result) {
+			Expect(fencedNodes(h)).NotTo(BeEmpty(), "the run fenced a node")
+		}},
+	{id: "PS-15", run: "fencing", what: "no two nodes' writes to one RWO volume interleave; a fenced node's writes are refused",
+		also: func(h *history.History, _ []checker.Result) {
+			Expect(ledgerActions(h)[history.LedgerWrite]).To(BeNumerically(">", 0), "pets wrote their volumes")
+		}},
+
+	{id: "GP-1", run: "pets", what: "the kubelet's grace is the deletion's, else the spec's"},
+	{id: "GP-2", run: "pets", what: "preStop runs within the grace period"},
+	{id: "GP-3", run: "pets", what: "containers get at least 2 s after preStop"},
+	{id: "GP-5", run: "pets", what: "the effective grace is the smallest asked for"},
+	{id: "GP-R", run: "replicas", what: "TERM and KILL respect the grace period's safety bound"},
+
+	{id: "PR-3", run: "priority", what: "the queue is ordered by priority"},
+	{id: "PR-4", run: "priority", what: "preemption frees a node where the preemptor then fits"},
+	{id: "PR-8", run: "priority", what: "a node is a candidate only if removing lower-priority pods makes the preemptor fit"},
+	{id: "PR-9", run: "priority", what: "no cross-node preemption"},
+	{id: "PR-10", run: "priority", what: "no preemption without a pending preemptor; victims strictly lower"},
+	{id: "PR-11", run: "priority", what: "lowest-priority victims first"},
+	{id: "PR-12", run: "priority", what: "PreemptionPolicy Never never preempts"},
+
+	{id: "TS-2", run: "spread", what: "DoNotSchedule keeps the skew within maxSkew at binding"},
+	{id: "TS-4", run: "spread", what: "several constraints are ANDed"},
+	{id: "TS-5", run: "spread", what: "only nodes with every topology key are considered"},
+	{id: "TS-6", run: "spread", what: "only pods of the pod's namespace count"},
+	{id: "TS-7", run: "spread", what: "nodeAffinityPolicy decides which nodes count"},
+	{id: "TS-8", run: "spread", what: "nodeTaintsPolicy decides which nodes count"},
+	{id: "TS-10", run: "spread", what: "each placement is judged against the state at its binding"},
+	{id: "TS-11", run: "spread", what: "pods on tainted nodes are counted"},
+	{id: "TS-12", run: "spread", what: "domains are known only from existing nodes"},
+}
+
+var _ = Describe("conformance", Label("conformance"), func() {
+	for _, j := range judged {
+		It(j.id+": "+j.what, Label(j.id, family(j.id)), func(ctx SpecContext) {
+			out, h := outcome(ctx, j.run)
+			expectJudgedOk(out, j.id)
+			if j.also != nil {
+				j.also(h, out.Results.Checks)
+			}
+		}, SpecTimeout(5*time.Minute))
+	}
+
+	It("LC-5: terminated containers carry reason, exit code, start and finish", Label("LC-5", "LC"), func(ctx SpecContext) {
+		_, h := outcome(ctx, "lifecycle")
+		terminated := 0
+		for _, p := range storePods(h) {
+			for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+				if t := cs.State.Terminated; t != nil {
+					terminated++
+					Expect(t.Reason).NotTo(BeEmpty(), "pod %s container %s terminated without a reason", p.Name, cs.Name)
+					Expect(t.StartedAt.IsZero() || t.FinishedAt.IsZero()).To(BeFalse(), "pod %s container %s: start %v finish %v", p.Name, cs.Name, t.StartedAt, t.FinishedAt)
+					Expect(t.FinishedAt.Before(&t.StartedAt)).To(BeFalse(), "pod %s container %s finished before it started", p.Name, cs.Name)
+				}
+				if r := cs.State.Running; r != nil {
+					Expect(r.StartedAt.IsZero()).To(BeFalse(), "pod %s container %s running without a start time", p.Name, cs.Name)
+				}
+				set := 0
+				for _, s := range []bool{cs.State.Waiting != nil, cs.State.Running != nil, cs.State.Terminated != nil} {
+					if s {
+						set++
+					}
+				}
+				Expect(set).To(BeNumerically("<=", 1), "pod %s container %s is in %d states at once", p.Name, cs.Name, set)
+			}
+		}
+		Expect(terminated).To(BeNumerically(">", 0), "the run terminated containers")
+	}, SpecTimeout(5*time.Minute))
+
+	It("LC-9: a failing liveness probe kills the container, which restarts under its policy", Label("LC-9", "LC"), func(ctx SpecContext) {
+		_, h := outcome(ctx, "lifecycle")
+		probed := map[string]bool{} // UIDs of the lifecycle workload's probed pods
+		for _, p := range storePods(h) {
+			if p.Labels["variant"] == "probes" {
+				probed[string(p.UID)] = true
+			}
+		}
+		starts := map[string]int{}
+		for _, e := range h.Ledger {
+			if e.Action == history.LedgerStart && probed[e.UID] {
+				starts[e.UID+"/"+e.Container]++
+			}
+		}
+		restarted := 0
+		for _, n := range starts {
+			if n > 1 {
+				restarted++
+			}
+		}
+		Expect(starts).NotTo(BeEmpty(), "the run started probed pods")
+		Expect(restarted).To(BeNumerically(">", 0), "a liveness failure restarted a probed container: %v", starts)
+	}, SpecTimeout(5*time.Minute))
+
+	It("PS-13, PS-17: pods of a node that stopped heart-beating are marked NodeDown before the node controller deletes them", Label("PS-13", "PS-17", "PS"), func(ctx SpecContext) {
+		out, h := outcome(ctx, "nodedown")
+		expectJudgedOk(out, "PS-9")
+		nodeDown := map[string]bool{} // uid
+		for _, p := range storePods(h) {
+			for _, c := range p.Status.Conditions {
+				if c.Type == controller.PodConditionNodeDown && c.Status == corev1.ConditionTrue {
+					nodeDown[string(p.UID)] = true
+				}
+			}
+		}
+		deletions := 0
+		for _, c := range h.API {
+			if c.Identity == apiserver.IdentityNodeController && c.Verb == "delete" && c.Resource == "pods" && c.Outcome == history.StatusOK {
+				deletions++
+				Expect(nodeDown).To(HaveKey(c.UID), "pod %s/%s deleted by the node controller without a NodeDown condition", c.Namespace, c.Name)
+			}
+		}
+		Expect(deletions).To(BeNumerically(">", 0), "the partition lasted long enough for the node controller to act")
+	}, SpecTimeout(5*time.Minute))
+
+	It("PR-15: every preempted pod gets an event", Label("PR-15", "PR"), func(ctx SpecContext) {
+		_, h := outcome(ctx, "priority")
+		victims, events := 0, 0
+		for _, c := range h.API {
+			if c.Identity != apiserver.IdentityScheduler || c.Outcome != history.StatusOK {
+				continue
+			}
+			switch {
+			case c.Verb == "delete" && c.Resource == "pods":
+				victims++
+			case c.Verb == "create" && c.Resource == "events":
+				events++
+			}
+		}
+		Expect(victims).To(BeNumerically(">", 0), "the run preempted pods")
+		Expect(events).To(BeNumerically(">=", victims), "%d victims, %d events", victims, events)
+	}, SpecTimeout(5*time.Minute))
+})
+
+// storePods decodes every recorded store change of a pod.
+func storePods(h *history.History) []corev1.Pod {
+	var out []corev1.Pod
+	for _, ev := range h.Store {
+		if ev.Resource != "pods" || len(ev.Object) == 0 {
+			continue
+		}
+		var p corev1.Pod
+		Expect(json.Unmarshal(ev.Object, &p)).To(Succeed(), "pod %s at rv %s", ev.Name, ev.RV)
+		out = append(out, p)
+	}
+	return out
+}
+
+// fencedNodes names the nodes the store recorded with the Fenced condition
+// True.
+func fencedNodes(h *history.History) []string {
+	var out []string
+	for _, ev := range h.Store {
+		if ev.Resource != "nodes" || len(ev.Object) == 0 {
+			continue
+		}
+		var n corev1.Node
+		Expect(json.Unmarshal(ev.Object, &n)).To(Succeed())
+		for _, c := range n.Status.Conditions {
+			if c.Type == fencing.FencedCondition && c.Status == corev1.ConditionTrue && !slices.Contains(out, n.Name) {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	return out
+}
+
+func faultsNamed(h *history.History, name string) int {
+	n := 0
+	for _, f := range h.Nemesis {
+		if f.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+func ledgerActions(h *history.History) map[history.LedgerAction]int {
+	out := map[history.LedgerAction]int{}
+	for _, e := range h.Ledger {
+		out[e.Action]++
+	}
+	return out
+}

@@ -1,0 +1,323 @@
+package specs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/kubelet"
+	"github.com/podsafe/podsafe/specs"
+)
+
+// Probes of guarantees that no history checker judges: each starts a small
+// in-process cluster and asks the real API server, scheduler or kubelet.
+
+// probeCluster starts a one-member cluster with cfg's components and returns
+// it with an admin client; it is closed when the spec ends.
+func probeCluster(ctx context.Context, cfg cluster.Config) (*cluster.Cluster, kubernetes.Interface) {
+	if cfg.Topology.Members == 0 {
+		cfg.Topology.Members = 1
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 50
+	}
+	c, err := cluster.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Close)
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	Expect(c.Start(startCtx)).To(Succeed())
+	cs, err := c.Clientset(apiserver.IdentityAdmin, cluster.ClientOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return c, cs
+}
+
+func simPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "sim"}}},
+	}
+}
+
+func expectInvalid(err error, field string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred(), "the API accepted what it must refuse (%s)", field)
+	Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)).To(BeTrue(), "error %v is not a refusal", err)
+	Expect(err.Error()).To(ContainSubstring(field), "the error names the field")
+}
+
+var _ = Describe("conformance probes", Label("conformance"), func() {
+	It("PR-1: user priority classes stay at or below 1,000,000,000 and at most one is the global default", Label("PR-1", "PR"), func(ctx SpecContext) {
+		_, cs := probeCluster(ctx, cluster.Config{})
+		pcs := cs.SchedulingV1().PriorityClasses()
+		_, err := pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "too-high"}, Value: 1_000_000_001}, metav1.CreateOptions{})
+		expectInvalid(err, "value")
+		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "top"}, Value: 1_000_000_000}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Value: 10, GlobalDefault: true}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-b"}, Value: 20, GlobalDefault: true}, metav1.CreateOptions{})
+		expectInvalid(err, "globalDefault")
+	})
+
+	It("PR-2: admission resolves priority classes; unknown classes are refused; later changes leave existing pods alone", Label("PR-2", "PR"), func(ctx SpecContext) {
+		_, cs := probeCluster(ctx, cluster.Config{})
+		pcs, pods := cs.SchedulingV1().PriorityClasses(), cs.CoreV1().Pods("default")
+
+		p, err := pods.Create(ctx, simPod("no-class", nil), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ptr.Deref(p.Spec.Priority, -1)).To(BeEquivalentTo(0), "no class and no global default: priority 0")
+
+		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		withClass := simPod("high", nil)
+		withClass.Spec.PriorityClassName = "high"
+		p, err = pods.Create(ctx, withClass, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ptr.Deref(p.Spec.Priority, -1)).To(BeEquivalentTo(1000))
+
+		unknown := simPod("unknown", nil)
+		unknown.Spec.PriorityClassName = "no-such-class"
+		_, err = pods.Create(ctx, unknown, metav1.CreateOptions{})
+		Expect(err).To(HaveOccurred(), "a pod naming an unknown class is refused")
+		Expect(err.Error()).To(ContainSubstring("no-such-class"))
+
+		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "everyone"}, Value: 7, GlobalDefault: true}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		p, err = pods.Create(ctx, simPod("defaulted", nil), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ptr.Deref(p.Spec.Priority, -1)).To(BeEquivalentTo(7), "no class name: the global default's value")
+		old, err := pods.Get(ctx, "no-class", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ptr.Deref(old.Spec.Priority, -1)).To(BeEquivalentTo(0), "a new global default leaves existing pods alone")
+
+		Expect(pcs.Delete(ctx, "high", metav1.DeleteOptions{})).To(Succeed())
+		kept, err := pods.Get(ctx, "high", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ptr.Deref(kept.Spec.Priority, -1)).To(BeEquivalentTo(1000), "deleting a class leaves its pods alone")
+		again := simPod("high-again", nil)
+		again.Spec.PriorityClassName = "high"
+		_, err = pods.Create(ctx, again, metav1.CreateOptions{})
+		Expect(err).To(HaveOccurred(), "a deleted class cannot be used by new pods")
+	})
+
+	It("TS-1: invalid topology spread constraints are refused, naming the field", Label("TS-1", "TS"), func(ctx SpecContext) {
+		_, cs := probeCluster(ctx, cluster.Config{})
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+		cases := []struct {
+			field string
+			c     corev1.TopologySpreadConstraint
+		}{
+			{"maxSkew", corev1.TopologySpreadConstraint{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
+			{"minDomains", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel, MinDomains: ptr.To[int32](2)}},
+			{"minDomains", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel, MinDomains: ptr.To[int32](0)}},
+			{"topologyKey", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
+			{"whenUnsatisfiable", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: "Sometimes", LabelSelector: sel}},
+			{"matchLabelKeys", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel, MatchLabelKeys: []string{"app"}}},
+			{"nodeAffinityPolicy", corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel, NodeAffinityPolicy: ptr.To(corev1.NodeInclusionPolicy("Sometimes"))}},
+		}
+		for i, tc := range cases {
+			p := simPod(fmt.Sprintf("bad-%d", i), map[string]string{"app": "x"})
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{tc.c}
+			_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			expectInvalid(err, tc.field)
+		}
+		ok := simPod("good", map[string]string{"app": "x"})
+		ok.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel, MinDomains: ptr.To[int32](2), MatchLabelKeys: []string{"pod-template-hash"}}}
+		_, err := cs.CoreV1().Pods("default").Create(ctx, ok, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred(), "a valid constraint is accepted")
+	})
+
+	It("GP-6: the API server's graceful delete takes the request's grace, else the pod's; unscheduled or finished pods go at once; negative becomes 1", Label("GP-6", "GP"), func(ctx SpecContext) {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo})
+		pods := cs.CoreV1().Pods("default")
+		bound := func(name string, grace *int64) {
+			p := simPod(name, nil)
+			p.Spec.NodeName = topo.Nodes[0].Name
+			p.Spec.TerminationGracePeriodSeconds = grace
+			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		graceOf := func(name string) int64 {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred(), "%s is terminating, not gone (no kubelet runs)", name)
+			Expect(p.DeletionTimestamp).NotTo(BeNil())
+			return ptr.Deref(p.DeletionGracePeriodSeconds, -1)
+		}
+		bound("spec-45", ptr.To[int64](45))
+		Expect(pods.Delete(ctx, "spec-45", metav1.DeleteOptions{})).To(Succeed())
+		Expect(graceOf("spec-45")).To(BeEquivalentTo(45), "no grace asked: the pod's own")
+
+		bound("default-30", nil)
+		Expect(pods.Delete(ctx, "default-30", metav1.DeleteOptions{})).To(Succeed())
+		Expect(graceOf("default-30")).To(BeEquivalentTo(30), "neither: 30 s")
+
+		bound("asked-7", ptr.To[int64](45))
+		Expect(pods.Delete(ctx, "asked-7", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](7)})).To(Succeed())
+		Expect(graceOf("asked-7")).To(BeEquivalentTo(7), "the request's grace wins")
+
+		bound("negative", ptr.To[int64](45))
+		Expect(pods.Delete(ctx, "negative", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](-5)})).To(Succeed())
+		Expect(graceOf("negative")).To(BeEquivalentTo(1), "a negative grace becomes 1")
+
+		_, err := pods.Create(ctx, simPod("unscheduled", nil), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pods.Delete(ctx, "unscheduled", metav1.DeleteOptions{})).To(Succeed())
+		_, err = pods.Get(ctx, "unscheduled", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an unscheduled pod is deleted at once: %v", err)
+
+		bound("finished", ptr.To[int64](45))
+		p, err := pods.Get(ctx, "finished", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		p.Status.Phase = corev1.PodSucceeded
+		_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pods.Delete(ctx, "finished", metav1.DeleteOptions{})).To(Succeed())
+		_, err = pods.Get(ctx, "finished", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a finished pod is deleted at once: %v", err)
+	})
+
+	It("PS-16: a force deletion from the user interface warns and needs confirmation", Label("PS-16", "PS"), func(ctx SpecContext) {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo})
+		p := simPod("web", nil)
+		p.Spec.NodeName = topo.Nodes[0].Name
+		_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		var warn bytes.Buffer
+		err = specs.DeletePod(ctx, cs, "default", "web", specs.DeletePodOptions{Force: true}, &warn)
+		Expect(err).To(MatchError(specs.ErrNeedsConfirmation))
+		Expect(warn.String()).To(ContainSubstring("processes may keep running"))
+		_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "an unconfirmed force deletion deletes nothing")
+		Expect(specs.DeletePod(ctx, cs, "default", "web", specs.DeletePodOptions{Force: true, Confirmed: true}, &warn)).To(Succeed())
+		_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a confirmed force deletion removes the pod at once: %v", err)
+	})
+
+	It("LC-13, PS-6: a force deletion removes the object at once, the name is free at once, and the old processes may still run", Label("LC-13", "PS-6", "LC", "PS"), func(ctx SpecContext) {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		ledger := &kubelet.MemoryLedger{}
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Ledger: ledger})
+		pods := cs.CoreV1().Pods("default")
+		p := simPod("db", nil)
+		p.Spec.NodeName = topo.Nodes[0].Name
+		p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "ignore-term"}
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+		old, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		started := func(uid string) func() bool {
+			return func() bool {
+				for _, e := range ledger.Entries() {
+					if e.UID == uid && e.Action == kubelet.ActionStart {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		Eventually(started(string(old.UID))).WithTimeout(20 * time.Second).Should(BeTrue())
+
+		Expect(pods.Delete(ctx, "db", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})).To(Succeed())
+		deleted := time.Now()
+		_, err = pods.Get(ctx, "db", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the object is gone at once: %v", err)
+		again, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the name can be reused at once")
+		Expect(again.UID).NotTo(Equal(old.UID))
+
+		// The old container ignores TERM: the kubelet still stops it, after
+		// the API object is long gone (PS-6), with a short grace (LC-13).
+		var stoppedAt time.Time
+		Eventually(func() bool {
+			for _, e := range ledger.Entries() {
+				if e.UID == string(old.UID) && (e.Action == kubelet.ActionExit) {
+					stoppedAt = e.Wall
+					return true
+				}
+			}
+			return false
+		}).WithTimeout(30 * time.Second).Should(BeTrue(), "the kubelet stops the force-deleted pod's container")
+		Expect(stoppedAt).To(BeTemporally(">", deleted), "the process outlived its API object")
+		Eventually(started(string(again.UID))).WithTimeout(20 * time.Second).Should(BeTrue(), "the new pod of the same name runs")
+	})
+
+	// TS-E: the worked examples of the topology spread documentation, on the
+	// real scheduler. Nodes carry the examples' own "zone" and "node" keys.
+	Describe("TS-E: the worked examples", Label("TS-E", "TS"), func() {
+		node := func(name, zone string) cluster.NodeSpec {
+			return cluster.NodeSpec{Name: name, Labels: map[string]string{"node": name, "zone": zone, cluster.LabelHostname: name}}
+		}
+		fooBar := map[string]string{"foo": "bar"}
+		constraint := func(key string) corev1.TopologySpreadConstraint {
+			return corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: fooBar}}
+		}
+		// place puts one foo=bar pod on each named node (bound directly) and
+		// then submits mypod to the scheduler; it returns mypod's node once
+		// bound, or "" if it stays unbound for 5 s (wall).
+		place := func(ctx context.Context, nodes []cluster.NodeSpec, existing []string, mypod *corev1.Pod) string {
+			_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.Topology{Members: 1, Nodes: nodes}, Kubelets: true, Scheduler: true})
+			pods := cs.CoreV1().Pods("default")
+			for i, n := range existing {
+				p := simPod(fmt.Sprintf("existing-%d", i), fooBar)
+				p.Spec.NodeName = n
+				_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+			}
+			_, err := pods.Create(ctx, mypod, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			bound := ""
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) && bound == "" {
+				p, err := pods.Get(ctx, mypod.Name, metav1.GetOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				bound = p.Spec.NodeName
+				time.Sleep(50 * time.Millisecond)
+			}
+			return bound
+		}
+		four := []cluster.NodeSpec{node("node1", "zoneA"), node("node2", "zoneA"), node("node3", "zoneB"), node("node4", "zoneB")}
+
+		It("one zone constraint admits only zone B", func(ctx SpecContext) {
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{constraint("zone")}
+			Expect(place(ctx, four, []string{"node1", "node2", "node3"}, p)).To(BeElementOf("node3", "node4"))
+		})
+		It("a zone and a node constraint admit only node4", func(ctx SpecContext) {
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{constraint("zone"), constraint("node")}
+			Expect(place(ctx, four, []string{"node1", "node2", "node3"}, p)).To(Equal("node4"))
+		})
+		It("conflicting constraints leave the pod pending", func(ctx SpecContext) {
+			three := []cluster.NodeSpec{node("node1", "zoneA"), node("node2", "zoneA"), node("node3", "zoneB")}
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{constraint("zone"), constraint("node")}
+			// zone A holds 3, zone B 2: only zone B; node2 holds the fewest:
+			// only node2. No node is both.
+			Expect(place(ctx, three, []string{"node1", "node1", "node2", "node3", "node3"}, p)).To(BeEmpty())
+		})
+		It("a NotIn zone C node affinity leaves zone C out of the skew: zone B", func(ctx SpecContext) {
+			five := append(append([]cluster.NodeSpec{}, four...), node("node5", "zoneC"))
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{constraint("zone")}
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"zoneC"}}}}},
+			}}}
+			Expect(place(ctx, five, []string{"node1", "node2", "node3"}, p)).To(BeElementOf("node3", "node4"))
+		})
+	})
+})
