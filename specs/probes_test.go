@@ -250,9 +250,9 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 				}
 			}
 			return false
-		}).WithTimeout(30 * time.Second).Should(BeTrue(), "the kubelet stops the force-deleted pod's container")
+		}).WithTimeout(30*time.Second).Should(BeTrue(), "the kubelet stops the force-deleted pod's container")
 		Expect(stoppedAt).To(BeTemporally(">", deleted), "the process outlived its API object")
-		Eventually(started(string(again.UID))).WithTimeout(20 * time.Second).Should(BeTrue(), "the new pod of the same name runs")
+		Eventually(started(string(again.UID))).WithTimeout(20*time.Second).Should(BeTrue(), "the new pod of the same name runs")
 	})
 
 	// TS-E: the worked examples of the topology spread documentation, on the
