@@ -18,9 +18,10 @@ const AtMostOneChecker = "at-most-one"
 
 // atMostOneGuarantees are the guarantees the at-most-one checker judges:
 // PS-11 (at most one process per pet identity), PS-1 and LC-3 (a pod runs on
-// exactly one node), and PS-7 (a ReplicaSet's overlap is expected, reported,
+// exactly one node), PS-12 (no new instance of a pet while the old may
+// still run, partitioned), and PS-7 (a ReplicaSet's overlap is expected, reported,
 // and never taken for a pet's).
-var atMostOneGuarantees = []string{"PS-1", "PS-11", "LC-3", "PS-7"}
+var atMostOneGuarantees = []string{"PS-1", "PS-11", "PS-12", "LC-3", "PS-7"}
 
 // CheckAtMostOne judges, from the ledger alone, what really ran:
 //

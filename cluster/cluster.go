@@ -78,6 +78,8 @@ type Config struct {
 	// Fencing configures the fencing controller (off unless Enabled; it
 	// then starts with the other controllers when Controllers is set).
 	Fencing FencingOptions
+	// Controller tunes the controllers (policies that are off by default).
+	Controller ControllerOptions
 
 	_ struct{}
 }

@@ -124,9 +124,11 @@ func (c *Cluster) StartController(name string) error {
 	var r runner
 	switch name {
 	case ControllerNodeLifecycle:
-		r, err = controller.NewNodeLifecycle(controller.NodeLifecycleConfig{Client: cs, Clock: clk, Logger: log})
+		r, err = controller.NewNodeLifecycle(controller.NodeLifecycleConfig{Client: cs, Clock: clk, Logger: log,
+			FailPodsOnLostNode: c.cfg.Controller.FailPodsOnLostNode})
 	case ControllerPodGC:
-		r, err = controller.NewPodGC(controller.PodGCConfig{Client: cs, Clock: clk, Logger: log})
+		r, err = controller.NewPodGC(controller.PodGCConfig{Client: cs, Clock: clk, Logger: log,
+			TerminatedPodThreshold: c.cfg.Controller.TerminatedPodThreshold})
 	case ControllerPet:
 		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerReplicaSet:
@@ -227,3 +229,15 @@ func (c *Cluster) controllerClientset(identity string) (kubernetes.Interface, er
 // TransportWrapper returns, for an identity, a wrapper of its client's HTTP
 // transport (nil: none), such as history.Recorder.WrapTransport.
 type TransportWrapper func(identity string) func(http.RoundTripper) http.RoundTripper
+
+// ControllerOptions tune the cluster's controllers.
+type ControllerOptions struct {
+	// FailPodsOnLostNode is the LC-4 policy: the node lifecycle controller
+	// sets the pods of a node that stopped heart-beating to Failed
+	// (reason NodeLost) once their toleration runs out, instead of deleting
+	// them gracefully.
+	FailPodsOnLostNode bool
+	// TerminatedPodThreshold is how many terminated pods pod GC lets exist
+	// before it deletes the oldest (LC-14; 0: the controller's default).
+	TerminatedPodThreshold int
+}

@@ -20,11 +20,6 @@ var ConformanceRuns = map[string]Scenario{
 	// a partitioned pet is not replaced).
 	"pets": {Workload: "pets", Nemesis: []string{"partition-node", "kill-kubelet"},
 		NemesisInterval: Duration(2 * time.Second), Duration: Duration(10 * time.Second), Seed: 12},
-	// Pets under long node partitions: the node controller marks the pods
-	// of a node that stops heart-beating NodeDown and deletes them
-	// gracefully (PS-13, PS-17); the pets are not replaced (PS-12).
-	"nodedown": {Workload: "pets", Nemesis: []string{"partition-node"},
-		NemesisInterval: Duration(8 * time.Second), Duration: Duration(20 * time.Second), Seed: 18},
 	// Pets with a storage-only fencing controller under node partitions
 	// (PS-14, PS-15): a fenced pet keeps running but cannot write.
 	"fencing": {Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true, FenceAgents: []string{"storage"},

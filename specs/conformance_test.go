@@ -15,7 +15,6 @@ import (
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/checker"
-	"github.com/podsafe/podsafe/controller"
 	"github.com/podsafe/podsafe/fencing"
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/specs"
@@ -124,7 +123,7 @@ var judged = []judgedBy{
 	{id: "PS-9", run: "pets", what: "controllers only delete gracefully"},
 	{id: "PS-10", run: "pets", what: "pod GC force deletes only pods of deleted nodes"},
 	{id: "PS-11", run: "pets", what: "at most one process per pet identity"},
-	{id: "PS-12", run: "nodedown", what: "a partitioned pet is not replaced while partitioned",
+	{id: "PS-12", run: "pets", what: "a partitioned pet is not replaced while partitioned",
 		also: func(h *history.History, _ []checker.Result) {
 			Expect(faultsNamed(h, "partition-node")).To(BeNumerically(">", 0), "the run partitioned a node")
 		}},
@@ -221,27 +220,6 @@ var _ = Describe("conformance", Label("conformance"), func() {
 		}
 		Expect(starts).NotTo(BeEmpty(), "the run started probed pods")
 		Expect(restarted).To(BeNumerically(">", 0), "a liveness failure restarted a probed container: %v", starts)
-	}, SpecTimeout(5*time.Minute))
-
-	It("PS-13, PS-17: pods of a node that stopped heart-beating are marked NodeDown before the node controller deletes them", Label("PS-13", "PS-17", "PS"), func(ctx SpecContext) {
-		out, h := outcome(ctx, "nodedown")
-		expectJudgedOk(out, "PS-9")
-		nodeDown := map[string]bool{} // uid
-		for _, p := range storePods(h) {
-			for _, c := range p.Status.Conditions {
-				if c.Type == controller.PodConditionNodeDown && c.Status == corev1.ConditionTrue {
-					nodeDown[string(p.UID)] = true
-				}
-			}
-		}
-		deletions := 0
-		for _, c := range h.API {
-			if c.Identity == apiserver.IdentityNodeController && c.Verb == "delete" && c.Resource == "pods" && c.Outcome == history.StatusOK {
-				deletions++
-				Expect(nodeDown).To(HaveKey(c.UID), "pod %s/%s deleted by the node controller without a NodeDown condition", c.Namespace, c.Name)
-			}
-		}
-		Expect(deletions).To(BeNumerically(">", 0), "the partition lasted long enough for the node controller to act")
 	}, SpecTimeout(5*time.Minute))
 
 	It("PR-15: every preempted pod gets an event", Label("PR-15", "PR"), func(ctx SpecContext) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/controller"
 	"github.com/podsafe/podsafe/kubelet"
+	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
 )
 
@@ -253,6 +256,99 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		}).WithTimeout(30*time.Second).Should(BeTrue(), "the kubelet stops the force-deleted pod's container")
 		Expect(stoppedAt).To(BeTemporally(">", deleted), "the process outlived its API object")
 		Eventually(started(string(again.UID))).WithTimeout(20*time.Second).Should(BeTrue(), "the new pod of the same name runs")
+	})
+
+	// partitioned binds a pod that runs until stopped to the only node of a
+	// cluster with kubelets and controllers (time scale 200: the node
+	// controller's 50 s monitor grace and 300 s toleration take under 2 s),
+	// cuts the node from the control plane, and returns the client and the
+	// pod's name.
+	partitioned := func(ctx context.Context, opts cluster.ControllerOptions) kubernetes.Interface {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		c, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Controllers: true, TimeScale: 200, Controller: opts})
+		p := simPod("cut-off", nil)
+		p.Spec.NodeName = topo.Nodes[0].Name
+		_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() corev1.PodPhase {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "cut-off", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.Phase
+		}).WithTimeout(20 * time.Second).Should(Equal(corev1.PodRunning))
+		faults, err := nemesis.Lookup("partition-node")
+		Expect(err).NotTo(HaveOccurred())
+		inj, err := faults[0].Inject(ctx, c, rand.New(rand.NewPCG(1, 2)))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(inj.Heal)
+		return cs
+	}
+
+	It("PS-13, PS-17: the pods of a node that stopped heart-beating show NodeDown and are deleted gracefully", Label("PS-13", "PS-17", "PS"), func(ctx SpecContext) {
+		cs := partitioned(ctx, cluster.ControllerOptions{})
+		var pod *corev1.Pod
+		Eventually(func() bool {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "cut-off", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred(), "the pod is only marked for deletion while its kubelet is cut off")
+			pod = p
+			return p.DeletionTimestamp != nil
+		}).WithTimeout(30*time.Second).Should(BeTrue(), "the node controller deletes the pods of a node that stopped heart-beating")
+		var down *corev1.PodCondition
+		for i, c := range pod.Status.Conditions {
+			if c.Type == controller.PodConditionNodeDown {
+				down = &pod.Status.Conditions[i]
+			}
+		}
+		Expect(down).NotTo(BeNil(), "clients see why: conditions %+v", pod.Status.Conditions)
+		Expect(down.Status).To(Equal(corev1.ConditionTrue))
+		Expect(down.Reason).To(Equal(controller.ReasonNodeDown))
+		Expect(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)).To(BeNumerically(">", 0), "a graceful deletion, never a force deletion (PS-9)")
+		Consistently(func() error {
+			_, err := cs.CoreV1().Pods("default").Get(ctx, "cut-off", metav1.GetOptions{})
+			return err
+		}).WithTimeout(2*time.Second).Should(Succeed(), "nobody removes the object while the kubelet cannot confirm")
+	})
+
+	It("LC-4: under the NodeLost policy the pods of a lost node are set to Failed after their toleration", Label("LC-4", "LC"), func(ctx SpecContext) {
+		cs := partitioned(ctx, cluster.ControllerOptions{FailPodsOnLostNode: true})
+		Eventually(func() corev1.PodPhase {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "cut-off", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.Phase
+		}).WithTimeout(30 * time.Second).Should(Equal(corev1.PodFailed))
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "cut-off", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Status.Reason).To(Equal("NodeLost"))
+	})
+
+	It("LC-14: failed pods stay until deleted; pod GC removes the oldest terminated pods above its threshold", Label("LC-14", "LC"), func(ctx SpecContext) {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Controllers: true, TimeScale: 200,
+			Controller: cluster.ControllerOptions{TerminatedPodThreshold: 3}})
+		pods := cs.CoreV1().Pods("default")
+		for i := range 5 {
+			p := simPod(fmt.Sprintf("done-%d", i), nil)
+			p.Spec.NodeName = topo.Nodes[0].Name
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "run=1s exit=1"}
+			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			time.Sleep(20 * time.Millisecond) // distinct creation order
+		}
+		Eventually(func() int {
+			l, err := pods.List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return len(l.Items)
+		}).WithTimeout(30*time.Second).Should(Equal(3), "pod GC keeps the threshold's 3 terminated pods")
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range l.Items {
+			Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+		}
+		Consistently(func() int {
+			l, err := pods.List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return len(l.Items)
+		}).WithTimeout(2*time.Second).Should(Equal(3), "failed pods at or below the threshold stay")
 	})
 
 	// TS-E: the worked examples of the topology spread documentation, on the

@@ -1,0 +1,60 @@
+package specs
+
+import (
+	"time"
+
+	"github.com/podsafe/podsafe/checker"
+)
+
+// Planted bugs of the controllers, the fencing controller and the storage
+// server. Each is a failpoint in the real code path. The API servers refuse
+// the unlicensed force deletions of the first three (PS-9, PS-14), so those
+// bugs bite only with the API servers' authority bypassed.
+func init() {
+	registerBug(Bug{
+		Name:        "node-controller-force-deletes",
+		Description: "the node lifecycle controller force deletes (grace 0) the pods of a node that stopped heart-beating instead of deleting them gracefully (breaks PS-9, PS-11; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/controller/nodeControllerForceDeletes",
+		Guarantees:  []string{"PS-9", "PS-11"},
+		Checker:     checker.AuthorityChecker,
+		// The controller evicts a pod 50 s (lease grace) + 300 s (default
+		// toleration) of cluster time after the node went quiet: 7 s of
+		// wall time at the default time scale, so the partitions must last
+		// longer than that.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"},
+			NemesisInterval: Duration(12 * time.Second), Duration: Duration(25 * time.Second), Seed: 1},
+	})
+	registerBug(Bug{
+		Name:        "pet-controller-replaces-early",
+		Description: "the pet controller replaces a pet as soon as it begins graceful deletion, force deleting its object, instead of once the object is gone (breaks PS-11; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/controller/petReplacesEarly",
+		Guarantees:  []string{"PS-11"},
+		Checker:     checker.AtMostOneChecker,
+		// A pet deleted gracefully on a partitioned node keeps running (its
+		// kubelet never hears of the deletion) while its replacement runs
+		// elsewhere.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"},
+			NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
+	})
+	registerBug(Bug{
+		Name:        "fencing-deletes-before-fence",
+		Description: "the fencing controller force deletes a node's pods before its agents fenced the node and before it records the fence (breaks PS-14; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/fencing/deletesBeforeFence",
+		Guarantees:  []string{"PS-14"},
+		Checker:     checker.AuthorityChecker,
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true,
+			NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
+	})
+	registerBug(Bug{
+		Name:        "storage-accepts-fenced-writes",
+		Description: "the storage server accepts the writes of a node it was told to fence (breaks PS-15, PS-14; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/cluster/storage/acceptFencedWrites",
+		Guarantees:  []string{"PS-15", "PS-14"},
+		Checker:     checker.StorageChecker,
+		// Fenced at the storage only: the old pet on the partitioned node
+		// keeps running and writing after its replacement took the volume
+		// over, and only the storage stands between them.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true,
+			FenceAgents: []string{"storage"}, NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
+	})
+}
