@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 
@@ -96,13 +97,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 	if !st.IsSuccess() {
 		return ScheduleResult{}, fmt.Errorf("scoring pod %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
 	}
-	best := 0
-	for i := range scores {
-		if scores[i].Score > scores[best].Score {
-			best = i
-		}
-	}
-	res.Node = scores[best].Name
+	res.Node = scores[selectBest(scores, rand.IntN)].Name
 	return res, nil
 }
 
@@ -159,4 +154,24 @@ func (a *algorithm) numFeasibleNodesToFind(n int) int {
 		pct = max(50-n/125, 5)
 	}
 	return max(n*pct/100, minFeasibleNodesToFind)
+}
+
+// selectBest returns the index of the highest score; among equal highest
+// scores it picks one uniformly (reservoir sampling with intn), as
+// Kubernetes' selectHost does, so that equally good nodes share the load
+// instead of the first in filter order taking every tie.
+func selectBest(scores []framework.NodeScore, intn func(int) int) int {
+	best, ties := 0, 1
+	for i := 1; i < len(scores); i++ {
+		switch {
+		case scores[i].Score > scores[best].Score:
+			best, ties = i, 1
+		case scores[i].Score == scores[best].Score:
+			ties++
+			if intn(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
 }
