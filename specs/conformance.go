@@ -95,3 +95,29 @@ func (cs *ConformanceSuite) Dirs() []string {
 	}
 	return dirs
 }
+
+// ChaosEntry is one cell of the chaos matrix: a workload under a nemesis.
+type ChaosEntry struct {
+	Workload string
+	Nemesis  []string
+	// Durable keeps raft's log on disk, so that members can be killed.
+	Durable bool
+}
+
+// ChaosMatrix is the workload × nemesis matrix of the chaos suite. Together
+// with the conformance runs it covers the faults PS-T asks for:
+// control-plane↔node partitions (partition-node), node↔node partitions
+// (partition-node-node), API↔store partitions (api-store), concurrent
+// controller execution (pause-controller: a paused controller resumes on
+// stale state while its work went on), kubelet failures (kill-kubelet,
+// pause-kubelet) and controller failures (kill-controller).
+var ChaosMatrix = []ChaosEntry{
+	{Workload: "register", Nemesis: []string{"kill-member", "kill-leader"}, Durable: true},
+	{Workload: "register", Nemesis: []string{"api-store", "clock"}},
+	{Workload: "pets", Nemesis: []string{"partition-node-node", "pause-kubelet"}},
+	{Workload: "pets", Nemesis: []string{"pause-controller", "kill-controller"}},
+	{Workload: "replicas", Nemesis: []string{"clock", "kill-kubelet"}},
+	{Workload: "priority", Nemesis: []string{"kill-scheduler", "pause-scheduler"}},
+	{Workload: "spread", Nemesis: []string{"pause-scheduler", "partition-node"}},
+	{Workload: "lifecycle", Nemesis: []string{"kill-kubelet", "pause-kubelet"}},
+}

@@ -1,0 +1,86 @@
+package specs_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/specs"
+)
+
+// chaosTime is how long each cell of the chaos matrix runs: short in
+// make test, longer in make chaos (PODSAFE_CHAOS_TIME=2m).
+func chaosTime() time.Duration {
+	if v := os.Getenv("PODSAFE_CHAOS_TIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err == nil && d > 0 {
+			return d
+		}
+	}
+	return 6 * time.Second
+}
+
+// The chaos suite: every workload under every kind of fault, each cell a
+// seeded run whose checkers must find no violation.
+var _ = Describe("chaos matrix", Label("chaos"), func() {
+	entries := []TableEntry{}
+	for i, e := range specs.ChaosMatrix {
+		entries = append(entries, Entry(fmt.Sprintf("%s under %s", e.Workload, strings.Join(e.Nemesis, "+")), e, uint64(100+i)))
+	}
+	DescribeTable("stays valid", func(ctx SpecContext, e specs.ChaosEntry, seed uint64) {
+		out, err := specs.Run(ctx, specs.Scenario{
+			Workload: e.Workload, Nemesis: e.Nemesis, Seed: seed, Durable: e.Durable,
+			NemesisInterval: specs.Duration(time.Second), Duration: specs.Duration(chaosTime()),
+		}, specs.RunOptions{StoreDir: GinkgoT().TempDir(), Progress: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		for _, r := range out.Results.Checks {
+			Expect(r.Verdict).NotTo(Equal(checker.Illegal), "%s: %s (run %s)", r.Checker, r.Summary, out.Dir)
+			if r.Verdict == checker.Unknown {
+				fmt.Fprintf(GinkgoWriter, "%s undecided: %s\n", r.Checker, r.Summary)
+			}
+		}
+	}, entries, SpecTimeout(10*time.Minute))
+})
+
+var _ = Describe("conformance", Label("conformance"), func() {
+	It("PS-T: the suites inject every kind of fault the guarantees name", Label("PS-T", "PS"), func() {
+		used := map[string]bool{}
+		for _, e := range specs.ChaosMatrix {
+			faults, err := nemesis.Lookup(e.Nemesis...)
+			Expect(err).NotTo(HaveOccurred())
+			for _, f := range faults {
+				used[f.Name()] = true
+			}
+		}
+		for _, s := range specs.ConformanceRuns {
+			if len(s.Nemesis) == 1 && s.Nemesis[0] == "none" {
+				continue
+			}
+			faults, err := nemesis.Lookup(s.Nemesis...)
+			Expect(err).NotTo(HaveOccurred())
+			for _, f := range faults {
+				used[f.Name()] = true
+			}
+		}
+		for kind, any := range map[string][]string{
+			"control-plane↔node partitions":   {"partition-node", "one-way-node"},
+			"node↔node partitions":            {"partition-node-node"},
+			"API↔store partitions":            {"api-store"},
+			"concurrent controller execution": {"pause-controller"},
+			"kubelet failures":                {"kill-kubelet", "pause-kubelet"},
+			"controller failures":             {"kill-controller", "kill-controllers"},
+		} {
+			covered := false
+			for _, f := range any {
+				covered = covered || used[f]
+			}
+			Expect(covered).To(BeTrue(), "no suite injects %s (%v)", kind, any)
+		}
+	})
+})
