@@ -52,13 +52,14 @@ func WriteResults(dir string, r Results) error {
 
 // ReadResults reads dir/results.json.
 func ReadResults(dir string) (*Results, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	path := filepath.Join(dir, "results.json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading results: %w", err)
 	}
 	var r Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("results.json in %s: %w", dir, err)
+		return nil, fmt.Errorf("results %s is corrupt: %w", path, err)
 	}
 	return &r, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/fencing"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/report"
 	"github.com/podsafe/podsafe/specs"
 )
 
@@ -291,3 +292,14 @@ func ledgerActions(h *history.History) map[history.LedgerAction]int {
 	}
 	return out
 }
+
+// With PODSAFE_CONFORMANCE_STORE set, the suite leaves its runs there and
+// writes the conformance report over them (conformance.html, .json and a
+// JUnit file): for every guarantee ID, covered or not, by which runs.
+var _ = AfterSuite(func() {
+	if os.Getenv("PODSAFE_CONFORMANCE_STORE") == "" {
+		return
+	}
+	_, err := report.ConformanceDir(conformance.StoreDir)
+	Expect(err).NotTo(HaveOccurred())
+})

@@ -114,7 +114,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		log.Error("run broke", "err", runErr)
 	}
 	// Check whatever was recorded, even after a broken run.
-	chk, chkErr := CheckDir(ctx, dir, opts.CheckTimeout)
+	chk, h, chkErr := checkDir(ctx, dir, opts.CheckTimeout)
 	if chkErr != nil {
 		runErr = errors.Join(runErr, chkErr)
 	} else {
@@ -125,6 +125,12 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	res.Finished = time.Now().UTC()
 	if err := report.WriteResults(dir, res); err != nil {
 		runErr = errors.Join(runErr, err)
+	}
+	// report.html and junit.xml, for people and for CI.
+	if h != nil {
+		if err := report.WriteRun(dir, h, &res); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("writing the report: %w", err))
+		}
 	}
 	out.Results = res
 	return out, runErr
@@ -264,9 +270,15 @@ func HistoryLedgerEntry(e kubelet.LedgerEntry) history.LedgerEntry {
 // the checkers and writes linearizability.html there. It does not write
 // results.json; `podsafe check` and Run do.
 func CheckDir(ctx context.Context, dir string, timeout time.Duration) (*report.Results, error) {
+	res, _, err := checkDir(ctx, dir, timeout)
+	return res, err
+}
+
+// checkDir is CheckDir, also returning the loaded history.
+func checkDir(ctx context.Context, dir string, timeout time.Duration) (*report.Results, *history.History, error) {
 	h, err := history.Load(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
+		return nil, nil, fmt.Errorf("loading history: %w", err)
 	}
 	results := checker.Check(ctx, h, checker.Options{
 		Timeout:           timeout,
@@ -284,7 +296,7 @@ func CheckDir(ctx context.Context, dir string, timeout time.Duration) (*report.R
 		Checks:    results,
 		Verdict:   verdict,
 		Truncated: h.Truncated,
-	}, nil
+	}, h, nil
 }
 
 func progress(w io.Writer, start time.Time, stats *workload.Stats, sched *nemesis.Schedule, done <-chan struct{}) {

@@ -35,6 +35,9 @@ func newCheckCmd() *cobra.Command {
 			if err := report.WriteResults(dir, *res); err != nil {
 				return &exitError{code: exitCrashed, err: err}
 			}
+			if err := report.RenderDir(dir); err != nil {
+				return &exitError{code: exitCrashed, err: fmt.Errorf("writing the report: %w", err)}
+			}
 			out := cmd.OutOrStdout()
 			if res.Truncated {
 				fmt.Fprintln(out, "the history ends mid-line (the run crashed); checked what was complete")
@@ -42,7 +45,7 @@ func newCheckCmd() *cobra.Command {
 			for _, r := range res.Checks {
 				fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
 			}
-			fmt.Fprintf(out, "verdict: %s (results.json rewritten in %s)\n", res.Verdict, dir)
+			fmt.Fprintf(out, "verdict: %s (results.json, report.html and junit.xml rewritten in %s)\n", res.Verdict, dir)
 			if code := verdictCode(res.Verdict); code != exitValid {
 				return &exitError{code: code}
 			}

@@ -188,7 +188,7 @@ func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome,
 	for _, w := range o.Results.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	fmt.Fprintf(out, "results: %s\n", o.Dir)
+	fmt.Fprintf(out, "results: %s (report.html, junit.xml)\n", o.Dir)
 	code := verdictCode(o.Results.Verdict)
 	if err != nil {
 		fmt.Fprintf(out, "the run crashed: %v\nits history is on disk: podsafe check %s\n", err, o.Dir)

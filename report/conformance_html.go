@@ -1,0 +1,110 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed assets/conformance.html.tmpl
+var conformanceTemplateText string
+
+var conformanceTemplate = template.Must(template.New("conformance").Funcs(funcs).Parse(conformanceTemplateText))
+
+type confRef struct {
+	RunRef
+	Link string
+}
+
+type confRow struct {
+	ConformanceRow
+	FailedRefs  []confRef
+	UnknownRefs []confRef
+	PassedRuns  int
+}
+
+type confRun struct {
+	ConformanceRun
+	Link    string
+	Started string
+}
+
+type confPage struct {
+	R        *ConformanceReport
+	Rows     []confRow
+	Runs     []confRun
+	Families []familyTotal
+	Verdict  string
+}
+
+type familyTotal struct {
+	Family, Name                            string
+	Total, Covered, Passed, Failed, Unknown int
+}
+
+// RenderConformance renders conformance.html; links to runs are relative to
+// dir, where the page is written.
+func RenderConformance(rep *ConformanceReport, dir string) ([]byte, error) {
+	link := func(runDir string) string {
+		rel, err := filepath.Rel(dir, runDir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			abs, _ := filepath.Abs(runDir)
+			return "file://" + filepath.ToSlash(abs) + "/" + ReportFile
+		}
+		return filepath.ToSlash(rel) + "/" + ReportFile
+	}
+	refs := func(in []RunRef) []confRef {
+		out := make([]confRef, len(in))
+		for i, r := range in {
+			out[i] = confRef{r, link(r.Dir)}
+		}
+		return out
+	}
+	p := confPage{R: rep, Verdict: "passed"}
+	fams := map[string]*familyTotal{}
+	var famOrder []string
+	for _, row := range rep.Rows {
+		p.Rows = append(p.Rows, confRow{ConformanceRow: row, FailedRefs: refs(row.Failed), UnknownRefs: refs(row.Unknown), PassedRuns: len(row.Passed)})
+		f := fams[row.Family]
+		if f == nil {
+			f = &familyTotal{Family: row.Family, Name: Families[row.Family]}
+			fams[row.Family] = f
+			famOrder = append(famOrder, row.Family)
+		}
+		f.Total++
+		if row.Covered {
+			f.Covered++
+		}
+		switch row.Status {
+		case StatusPassed:
+			f.Passed++
+		case StatusFailed:
+			f.Failed++
+		case StatusUnknown:
+			f.Unknown++
+		}
+	}
+	for _, f := range famOrder {
+		p.Families = append(p.Families, *fams[f])
+	}
+	if rep.Totals.Failed > 0 {
+		p.Verdict = "failed"
+	} else if rep.Totals.Unknown > 0 || len(rep.Problems) > 0 {
+		p.Verdict = "unknown"
+	}
+	for _, r := range rep.Runs {
+		cr := confRun{ConformanceRun: r, Link: link(r.Dir)}
+		if !r.Started.IsZero() {
+			cr.Started = r.Started.UTC().Format("2006-01-02 15:04:05")
+		}
+		p.Runs = append(p.Runs, cr)
+	}
+	var buf bytes.Buffer
+	if err := conformanceTemplate.Execute(&buf, p); err != nil {
+		return nil, fmt.Errorf("rendering conformance: %w", err)
+	}
+	return buf.Bytes(), nil
+}
