@@ -36,6 +36,14 @@ func Catalog() []Info {
 		Name:        AuthorityChecker,
 		Description: "from the API history and the ledger: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods",
 		Guarantees:  authorityGuarantees,
+	}, {
+		Name:        PhasesChecker,
+		Description: "from the store's record of every pod change and the ledger: phases never go back and terminal phases never change, a pod is bound once, deletions are never undone or lengthened, conditions agree with phase and containers, init containers run in order before app containers",
+		Guarantees:  phasesGuarantees,
+	}, {
+		Name:        BackoffChecker,
+		Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
+		Guarantees:  backoffGuarantees,
 	}}
 }
 
@@ -43,8 +51,10 @@ func Catalog() []Info {
 // Catalog order: the register checker when h holds register operations, the
 // at-most-one checker when the ledger records container starts, the storage
 // checker when it records storage writes, the grace-period checker when it
-// records TERM or KILL, and the authority checker when the API history
-// records deletions of pods. It is bounded (see Options) and reads h without
+// records TERM or KILL, the authority checker when the API history
+// records deletions of pods, the phases checker when the store events
+// record pods, and the restart back-off checker when the ledger records a
+// restart. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
 // result's Summary without changing the verdict. Combine the verdicts with
@@ -67,7 +77,11 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
 	}
 	if hasAction(history.LedgerStart) {
-		results = append(results, CheckAtMostOne(ctx, h, opts))
+		res := CheckAtMostOne(ctx, h, opts)
+		// Availability is measured, not judged: per pet, time unavailable
+		// and time to recovery after each fault, beside the safety verdict.
+		res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
+		results = append(results, res)
 	}
 	if hasAction(history.LedgerWrite, history.LedgerWriteRefused) {
 		results = append(results, CheckStorage(ctx, h, opts))
@@ -77,6 +91,12 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 	}
 	if slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }) {
 		results = append(results, CheckAuthority(ctx, h, opts))
+	}
+	if poHasPods(h.Store) {
+		results = append(results, CheckPhases(ctx, h, opts))
+	}
+	if boHasRestart(h.Ledger) {
+		results = append(results, CheckBackoff(ctx, h, opts))
 	}
 	return results
 }

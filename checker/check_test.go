@@ -37,11 +37,15 @@ func TestMerge(t *testing.T) {
 func everything(t *testing.T) *history.History {
 	b := &hb{}
 	b.created(0.5, identityPet, "web-0", "a").
+		pod(0.6, added, 1, poObj("a")).
+		pod(0.8, modified, 2, poObj("a", poBound("n1"))).
 		led(1, history.LedgerStart, "n1", "web-0", "a").
-		led(2, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).
-		deleted(3, "workload", "a", 30).
-		led(4, history.LedgerTerm, "n1", "web-0", "a", grace(30)).
-		led(5, history.LedgerExit, "n1", "web-0", "a")
+		led(1.2, history.LedgerExit, "n1", "web-0", "a", func(e *history.LedgerEntry) { e.ExitCode = 1 }).
+		led(11.5, history.LedgerStart, "n1", "web-0", "a").
+		led(12, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).
+		deleted(13, "workload", "a", 30).
+		led(14, history.LedgerTerm, "n1", "web-0", "a", grace(30)).
+		led(15, history.LedgerExit, "n1", "web-0", "a")
 	b.h.Ops = ops(t, "0 0 10 create x a -> ok")
 	return b.history()
 }

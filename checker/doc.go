@@ -20,4 +20,14 @@
 // CheckAuthority (PS-8, PS-9, PS-10, PS-14: who may force delete). Each
 // states in its doc comment the exact rule, its tolerance, and what it
 // approximates because the history does not record it.
+//
+// From the store's record of every committed change: CheckPhases (LC-1,
+// LC-2, LC-3, LC-7, LC-8, LC-10, PS-1, PS-2, PS-3: phases, bindings,
+// deletions and conditions), CheckPreemption (PR-*) and CheckSpread (TS-*)
+// judge each decision against the cluster's state when it was made; from the
+// ledger, CheckBackoff (LC-6) judges restarts.
+//
+// Recovery measures availability, which is not safety: per pet, the time it
+// was unavailable and its time to recovery after each fault. Check adds
+// those figures to the at-most-one result; they never change a verdict.
 package checker

@@ -411,3 +411,114 @@ func BenchmarkCheckRegister100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(h))*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
+
+// withKeys renames the keys of a generated history with a prefix and
+// renumbers its operations after firstID, so histories can be merged.
+func withKeys(ops []history.Op, prefix string, firstID uint64) []history.Op {
+	out := make([]history.Op, len(ops))
+	for i, o := range ops {
+		o.Key, o.ID = prefix+o.Key, firstID+uint64(i)
+		out[i] = o
+	}
+	return out
+}
+
+// TestCheckRegisterPathologicalTimeout: a key whose search explodes is cut
+// off by the timeout and answers Unknown promptly.
+func TestCheckRegisterPathologicalTimeout(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	h := generatePathological("hot", 40, 1)
+	start := time.Now()
+	res := CheckRegister(context.Background(), h, Options{Timeout: timeout})
+	took := time.Since(start)
+	mustVerdict(t, res, Unknown)
+	if took > 2*timeout {
+		t.Errorf("a check bounded by %v took %v", timeout, took)
+	}
+	t.Logf("%s (after %v)", res.Summary, took)
+
+	// A key that fails beside it is still shown, within 1.25 × the
+	// timeout (the failing keys are re-checked alone for a quarter more).
+	stale := []history.Op{
+		{ID: 101, Process: 100, Func: FuncCreate, Key: "stale", Value: "a", Status: history.StatusOK, Invoke: 0, Return: 10},
+		{ID: 102, Process: 101, Func: FuncCAS, Key: "stale", Expect: "a", Value: "b", Status: history.StatusOK, Invoke: 20, Return: 30},
+		{ID: 103, Process: 102, Func: FuncGet, Key: "stale", Status: history.StatusOK, Found: true, Output: "a", Invoke: 40, Return: 50},
+	}
+	start = time.Now()
+	res = CheckRegister(context.Background(), append(h, stale...), Options{Timeout: timeout})
+	took = time.Since(start)
+	mustVerdict(t, res, Illegal)
+	if res.Evidence[0].Key != "stale" {
+		t.Errorf("evidence about %q, want stale", res.Evidence[0].Key)
+	}
+	if took > 2*timeout {
+		t.Errorf("a check bounded by %v took %v", timeout, took)
+	}
+}
+
+// TestCheckRegisterMemoryBudget: a key whose search would outgrow the memory
+// budget answers Unknown, named in the Summary, while the other keys are
+// still judged.
+func TestCheckRegisterMemoryBudget(t *testing.T) {
+	const budget = 4 << 20
+	clean := withKeys(generateRegister(genConfig{Seed: 3, Keys: 4, ClientsPerKey: 3, OpsPerKey: 80, UnknownRate: 0.05, Latency: time.Millisecond}), "clean-", 1000)
+	stale := []history.Op{
+		{ID: 1, Process: 100, Func: FuncCreate, Key: "stale", Value: "a", Status: history.StatusOK, Invoke: 0, Return: 10},
+		{ID: 2, Process: 101, Func: FuncCAS, Key: "stale", Expect: "a", Value: "b", Status: history.StatusOK, Invoke: 20, Return: 30},
+		{ID: 3, Process: 102, Func: FuncGet, Key: "stale", Status: history.StatusOK, Found: true, Output: "a", Invoke: 40, Return: 50},
+	}
+	hot := generatePathological("hot", 40, 100)
+	merge := func(parts ...[]history.Op) []history.Op {
+		var all []history.Op
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return all
+	}
+
+	t.Run("hot key alone is Unknown", func(t *testing.T) {
+		start := time.Now()
+		res, _ := checkRegisterWithin(context.Background(), merge(clean, hot), Options{Timeout: time.Minute}, budget)
+		mustVerdict(t, res, Unknown)
+		mustMention(t, "summary", res.Summary, `key "hot"`, "memory budget of 4 MiB")
+		if strings.Contains(res.Summary, "clean-") {
+			t.Errorf("summary blames a clean key: %s", res.Summary)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("the budget stopped the search only after %v", took)
+		}
+		if res.Stats.Keys != 5 {
+			t.Errorf("%d keys, want 5", res.Stats.Keys)
+		}
+	})
+	t.Run("an Illegal key still makes Illegal", func(t *testing.T) {
+		res, _ := checkRegisterWithin(context.Background(), merge(clean, hot, stale), Options{Timeout: time.Minute}, budget)
+		mustVerdict(t, res, Illegal)
+		if len(res.Evidence) != 1 || res.Evidence[0].Key != "stale" {
+			t.Fatalf("evidence %s, want key stale only", evidenceText(res))
+		}
+		mustMention(t, "summary", res.Summary, `key "stale" is not linearizable`, `key "hot"`, "memory budget")
+	})
+	t.Run("without the hot key the budget is ample", func(t *testing.T) {
+		res, _ := checkRegisterWithin(context.Background(), clean, Options{}, budget)
+		mustVerdict(t, res, Ok)
+		res, _ = checkRegisterWithin(context.Background(), merge(clean, stale), Options{}, budget)
+		mustVerdict(t, res, Illegal)
+	})
+	t.Run("a budget too small for any key", func(t *testing.T) {
+		res, _ := checkRegisterWithin(context.Background(), clean, Options{}, 1)
+		mustVerdict(t, res, Unknown)
+		mustMention(t, "summary", res.Summary, "keys", "clean-k0000", "memory budget")
+	})
+}
+
+func TestSearchStateBytes(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want int64
+	}{{0, searchStateOverhead}, {1, 8 + searchStateOverhead}, {64, 8 + searchStateOverhead}, {65, 16 + searchStateOverhead}, {100000, 8*1563 + searchStateOverhead}} {
+		if got := searchStateBytes(tt.n); got != tt.want {
+			t.Errorf("searchStateBytes(%d) = %d, want %d", tt.n, got, tt.want)
+		}
+	}
+}

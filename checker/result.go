@@ -129,6 +129,11 @@ type Options struct {
 	// MaxEvidence bounds the failing keys detailed in an Illegal result,
 	// smallest first. Zero means DefaultMaxEvidence.
 	MaxEvidence int
+	// MaxSearchMemory bounds the register checker's search, in bytes as
+	// searchStateBytes estimates them (an upper bound on porcupine's
+	// cache); keys that would need more answer Unknown while the others are
+	// still judged. Zero means DefaultMaxSearchMemory.
+	MaxSearchMemory int64
 	// VisualizationPath, when set, makes Check write the register
 	// checker's porcupine visualization there (see WriteVisualization),
 	// from the same search as its verdict.

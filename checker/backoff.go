@@ -1,0 +1,355 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// BackoffChecker names the restart back-off checker in results.
+const BackoffChecker = "restart-backoff"
+
+// backoffGuarantees are the guarantees the back-off checker judges.
+var backoffGuarantees = []string{"LC-6"}
+
+// The restart back-off of LC-6, as the kubelet applies it: the first
+// restart of a container waits BackoffInitial, each further one twice the
+// one before, at most BackoffMax; a container that ran BackoffReset or more
+// before it exited starts over at BackoffInitial.
+const (
+	BackoffInitial = 10 * time.Second
+	BackoffMax     = 5 * time.Minute
+	BackoffReset   = 10 * time.Minute
+)
+
+// BackoffTolerance is the slack of the back-off bound, in scaled time. The
+// kubelet arms the delay when it has seen the exit, on its own reading of
+// the cluster clock, and starts the container when its clock has passed
+// the delay; the runtime records exit and start on the cluster clock. With
+// the kubelet's clock untouched by faults the gap in the ledger is never
+// shorter than the delay, so the slack absorbs rounding only; restarts in
+// a window where the kubelet's clock was skewed, jumped or paused, or the
+// kubelet restarted (its back-off lives in memory), are not judged.
+const BackoffTolerance = 500 * time.Millisecond
+
+// backoffResetSlack is how much shorter than BackoffReset a run in the
+// ledger may be and still count as resetting the back-off: the ledger's
+// start and exit are recorded a moment after the runtime read the times
+// the kubelet measures the run by. Counting a reset too readily only
+// lowers the delay the checker asks for.
+const backoffResetSlack = 5 * time.Second
+
+// backoffFaultMargin widens fault intervals (recorder time) on both sides:
+// a fault takes effect a little before its start is recorded and ends a
+// little after its end is.
+const backoffFaultMargin = 500 * time.Millisecond
+
+// CheckBackoff judges every restart in the ledger, that is every start of
+// a container after an exit of the same container of the same UID, against
+// LC-6:
+//
+//   - the restart happens on the node the container ran on;
+//   - it is allowed by the pod's restartPolicy (from the store's record of
+//     the pod): never under Never, not after exit 0 under OnFailure, and
+//     never for a regular init container that exited 0;
+//   - it comes no earlier than the back-off delay after the exit: 10 s,
+//     20 s, 40 s … capped at 300 s, counted per container of a UID, back to
+//     10 s when the run before the exit lasted 10 min (scaled time, within
+//     BackoffTolerance).
+//
+// The kubelet keeps the back-off in memory and reads its own clock view, so
+// a restart is not judged (and the count starts over after it) when, between
+// the exit and the start, the node's kubelet was crashed, paused or had its
+// clock moved by the nemesis, the node lost power or was fenced; a kubelet
+// restart during a run also starts the count over. The node is judged on
+// every restart, the policy on every one but those whose gap such a fault
+// touched (after a power loss a new machine of the same name runs the pod
+// afresh). The figures give the observed restart delays; with no restart
+// at all the answer is Unknown (see boHasRestart). It is pure, O(n log n) in the ledger, the store
+// events and the faults, and answers Unknown when ctx ends or opts.Timeout
+// passes first.
+func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result {
+	began := time.Now()
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	res := Result{Checker: BackoffChecker, Guarantees: backoffGuarantees}
+	finish := func(v Verdict, summary string) Result {
+		res.Verdict, res.Summary = v, summary
+		res.Stats.Duration = time.Since(began)
+		return res
+	}
+	st := &stopper{ctx: ctx}
+	cancelled := func() Result {
+		return finish(Unknown, fmt.Sprintf("check of the restarts cancelled: %v", context.Cause(ctx)))
+	}
+	ledger := h.Ledger
+	runs := containerRuns(ledger)
+	type ctrKey struct{ uid, container string }
+	byCtr := map[ctrKey][]int{} // indices into runs, in start order
+	var order []ctrKey
+	for i, r := range runs {
+		k := ctrKey{r.uid, r.container}
+		if byCtr[k] == nil {
+			order = append(order, k)
+		}
+		byCtr[k] = append(byCtr[k], i)
+	}
+	uids := map[string]bool{}
+	for _, e := range ledger {
+		if e.UID != "" {
+			uids[e.UID] = true
+		}
+	}
+	specs, stopped := poSpecs(h.Store, uids, st)
+	if stopped {
+		return cancelled()
+	}
+	dist := newBoDisturbances(h, ledger)
+
+	var illegal []boViolation
+	judged, skipped, restarts := 0, 0, 0
+	var maxDelay, minSlack time.Duration
+	hasSlack := false
+	keys := map[string]bool{}
+	for _, k := range order {
+		idx := byCtr[k]
+		level := -1 // the back-off exponent of the previous restart; -1: none yet or reset
+		for n := 1; n < len(idx); n++ {
+			if st.stopped() {
+				return cancelled()
+			}
+			prev, cur := runs[idx[n-1]], runs[idx[n]]
+			if prev.end == endless {
+				level = -1
+				continue // started again while running: not a restart
+			}
+			restarts++
+			keys[k.uid] = true
+			exitE, startE := ledger[prev.end], ledger[cur.start]
+			spec := specs[ledger[cur.start].UID]
+			poweredOff := exitE.Action == history.LedgerPowerOff
+			gapDisturbed := poweredOff || dist.touches(cur.node, exitE.T, startE.T) || dist.touches(prev.node, exitE.T, startE.T)
+			runDisturbed := dist.touches(prev.node, ledger[prev.start].T, exitE.T)
+
+			if cur.node != prev.node {
+				illegal = append(illegal, boViolation{key: cur.pod, t: startE.T, idx: []int{prev.start, prev.end, cur.start},
+					desc: fmt.Sprintf("container %q of pod %s (UID %s) ran on %s until %s and restarted on %s at %s: restarts happen only on the same node",
+						k.container, cur.pod, exitE.UID, prev.node, at(ledger, prev.end), cur.node, at(ledger, cur.start))})
+			}
+			if why := boPolicyForbids(spec, k.container, exitE); why != "" && !gapDisturbed {
+				illegal = append(illegal, boViolation{key: cur.pod, t: startE.T, idx: []int{prev.start, prev.end, cur.start},
+					desc: fmt.Sprintf("container %q of pod %s (UID %s) exited at %s and restarted at %s, but %s",
+						k.container, cur.pod, exitE.UID, at(ledger, prev.end), at(ledger, cur.start), why)})
+			}
+			gap := startE.Scaled.Sub(exitE.Scaled)
+			maxDelay = max(maxDelay, gap)
+			ran := exitE.Scaled.Sub(ledger[prev.start].Scaled)
+			switch {
+			case level < 0 || runDisturbed || ran >= BackoffReset-backoffResetSlack:
+				level = 0
+			default:
+				level++
+			}
+			if gapDisturbed {
+				skipped++
+				level = -1 // a new kubelet starts the count over
+				continue
+			}
+			judged++
+			want := boDelay(level)
+			if slack := gap - want; !hasSlack || slack < minSlack {
+				minSlack, hasSlack = slack, true
+			}
+			if gap < want-BackoffTolerance {
+				illegal = append(illegal, boViolation{key: cur.pod, t: startE.T, idx: []int{prev.start, prev.end, cur.start},
+					desc: fmt.Sprintf("container %q of pod %s (UID %s) on %s restarted %s after its exit at %s (start at %s), before the back-off of %s due to restart %d in a row (the run before lasted %s; tolerance %s)",
+						k.container, cur.pod, exitE.UID, cur.node, seconds(gap), at(ledger, prev.end), at(ledger, cur.start), seconds(want), level+1, seconds(ran), BackoffTolerance)})
+			}
+		}
+	}
+	res.Stats.Ops, res.Stats.Checked, res.Stats.Keys = restarts, judged, len(keys)
+	if restarts > 0 {
+		res.Figures = append(res.Figures,
+			Figure{Name: "restarts", Value: float64(restarts), Unit: "count"},
+			Figure{Name: "restart delay max", Value: maxDelay.Seconds(), Unit: "s"})
+		if skipped > 0 {
+			res.Figures = append(res.Figures, Figure{Name: "restarts not judged (faults)", Value: float64(skipped), Unit: "count"})
+		}
+		if hasSlack {
+			res.Figures = append(res.Figures, Figure{Name: "restart delay min slack over back-off", Value: minSlack.Seconds(), Unit: "s"})
+		}
+	}
+	note := ""
+	if skipped > 0 {
+		note = fmt.Sprintf("; %s not judged on back-off: the kubelet restarted, was paused, its clock moved, or the node lost power or was fenced in between", count(skipped, "restart"))
+	}
+	switch {
+	case len(illegal) > 0:
+		sort.SliceStable(illegal, func(a, b int) bool { return illegal[a].t < illegal[b].t })
+		for _, v := range illegal {
+			if len(res.Evidence) >= opts.maxEvidence() {
+				break
+			}
+			res.Evidence = append(res.Evidence, Evidence{Key: v.key, Description: "LC-6: " + v.desc, Ledger: ledgerEntries(ledger, v.idx...)})
+		}
+		return finish(Illegal, fmt.Sprintf("%s of %s broke LC-6; first: %s%s",
+			count(len(illegal), "violation"), count(restarts, "restart"), illegal[0].desc, note))
+	case restarts == 0:
+		return finish(Unknown, "not checked: no container restarted")
+	case judged == 0:
+		return finish(Unknown, fmt.Sprintf("no restart could be judged on back-off (%s)%s; node and policy held", count(restarts, "restart"), note))
+	}
+	return finish(Ok, fmt.Sprintf("%s (%s judged on back-off) stayed on their node, obeyed the restart policy and waited at least the back-off of 10 s doubling to 300 s (longest wait %s, tolerance %s)%s",
+		count(restarts, "restart"), fmt.Sprint(judged), seconds(maxDelay), BackoffTolerance, note))
+}
+
+// boHasRestart reports whether the ledger records a restart: a start of a
+// container after an exit or power-off of the same container of the same
+// UID, which CheckBackoff judges.
+func boHasRestart(ledger []history.LedgerEntry) bool {
+	type ctr struct{ uid, container string }
+	ended := map[ctr]bool{}
+	for _, e := range ledger {
+		k := ctr{uidKey(e), e.Container}
+		switch e.Action {
+		case history.LedgerExit, history.LedgerPowerOff:
+			ended[k] = true
+		case history.LedgerStart:
+			if ended[k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boViolation is one broken rule about one restart.
+type boViolation struct {
+	key  string
+	t    int64
+	idx  []int // ledger indices
+	desc string
+}
+
+// boDelay is the back-off before the restart with exponent level.
+func boDelay(level int) time.Duration {
+	d := BackoffInitial
+	for range level {
+		d *= 2
+		if d >= BackoffMax {
+			return BackoffMax
+		}
+	}
+	return d
+}
+
+// boPolicyForbids says why the pod's restart policy forbids restarting a
+// container that exited as exit records, or "" (also when the spec is
+// unknown).
+func boPolicyForbids(spec *poPod, container string, exit history.LedgerEntry) string {
+	if spec == nil || exit.Action != history.LedgerExit {
+		return ""
+	}
+	for _, c := range spec.Spec.InitContainers {
+		if c.Name != container {
+			continue
+		}
+		switch {
+		case c.RestartPolicy == poAlways:
+			return "" // a sidecar restarts whatever the pod's policy
+		case spec.Spec.RestartPolicy == poNever:
+			return "the pod's restartPolicy is Never"
+		case exit.ExitCode == 0:
+			return "an init container that exited 0 is done"
+		}
+		return ""
+	}
+	switch spec.Spec.RestartPolicy {
+	case poNever:
+		return "the pod's restartPolicy is Never"
+	case poOnFailure:
+		if exit.ExitCode == 0 {
+			return "the pod's restartPolicy is OnFailure and the container exited 0"
+		}
+	}
+	return ""
+}
+
+// boDisturbances are, per node, the recorder-time intervals in which its
+// kubelet may have lost its back-off or misread the clock.
+type boDisturbances struct {
+	byNode map[string][][2]int64
+	all    [][2]int64 // faults on every node's clock
+}
+
+func newBoDisturbances(h *history.History, ledger []history.LedgerEntry) *boDisturbances {
+	d := &boDisturbances{byNode: map[string][][2]int64{}}
+	margin := int64(backoffFaultMargin)
+	end := h.End
+	for _, f := range h.Nemesis {
+		iv := [2]int64{f.Start - margin, f.End + margin}
+		if !f.Healed {
+			iv[1] = max(end, f.End) + margin
+		}
+		kubeletFault := strings.HasPrefix(f.Name, "clock-") || strings.HasPrefix(f.Name, "pause-") ||
+			strings.HasPrefix(f.Name, "kill-") || strings.HasPrefix(f.Name, "lose-")
+		if len(f.Targets) == 0 && strings.HasPrefix(f.Name, "clock-") {
+			d.all = append(d.all, iv)
+			continue
+		}
+		for _, t := range f.Targets {
+			if node, ok := strings.CutPrefix(t, "kubelet/"); ok {
+				d.byNode[node] = append(d.byNode[node], iv)
+			} else if kubeletFault {
+				d.byNode[t] = append(d.byNode[t], iv)
+			}
+		}
+	}
+	for _, e := range ledger {
+		if e.Action == history.LedgerPowerOff {
+			d.byNode[e.Node] = append(d.byNode[e.Node], [2]int64{e.T - margin, e.T + margin})
+		}
+	}
+	for node, ts := range nodeFences(h.Store) {
+		for _, t := range ts {
+			// Fenced until an admin unfences it: to the end of the history.
+			d.byNode[node] = append(d.byNode[node], [2]int64{t - margin, max(end, t) + margin})
+		}
+	}
+	for node, ivs := range d.byNode {
+		d.byNode[node] = boMerge(ivs)
+	}
+	d.all = boMerge(d.all)
+	return d
+}
+
+// boMerge sorts intervals and merges the overlapping ones, so that each
+// list can be searched.
+func boMerge(ivs [][2]int64) [][2]int64 {
+	sort.Slice(ivs, func(a, b int) bool { return ivs[a][0] < ivs[b][0] })
+	var out [][2]int64
+	for _, iv := range ivs {
+		if n := len(out); n > 0 && iv[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], iv[1])
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// touches reports whether a disturbance of node overlaps [from, to].
+func (d *boDisturbances) touches(node string, from, to int64) bool {
+	return boOverlaps(d.byNode[node], from, to) || boOverlaps(d.all, from, to)
+}
+
+func boOverlaps(ivs [][2]int64, from, to int64) bool {
+	// The first interval ending at or after from; it overlaps if it starts
+	// by to.
+	i := sort.Search(len(ivs), func(i int) bool { return ivs[i][1] >= from })
+	return i < len(ivs) && ivs[i][0] <= to
+}

@@ -1,0 +1,204 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// boPod is pod a (web-0, container c) with restart policy, bound to n1, as
+// the store records it, and its first run: started at 0.5 s.
+func boPod(policy string) *hb {
+	b := (&hb{}).pod(0.1, added, 10, poObj("a", poBound("n1"), poPolicy(policy)))
+	return poLed(b, 0.5, start, "c", 0)
+}
+
+// boCycle appends an exit of c with code at exitAt and its restart delay
+// seconds later, on node.
+func boCycle(b *hb, node string, exitAt, delay float64, code int) *hb {
+	b.led(exitAt, exit, node, "web-0", "a", ctr("c"), func(e *history.LedgerEntry) { e.ExitCode = code })
+	return b.led(exitAt+delay, start, node, "web-0", "a", ctr("c"))
+}
+
+// boLoop is a crash loop: each run lasts ran seconds, then the container
+// restarts after delays[i].
+func boLoop(policy string, ran float64, delays ...float64) *hb {
+	b := boPod(policy)
+	t := 0.5
+	for _, d := range delays {
+		t += ran
+		boCycle(b, "n1", t, d, 1)
+		t += d
+	}
+	return b
+}
+
+func TestBackoffOk(t *testing.T) {
+	// 10, 20, 40, 80, 160, then capped at 300 s; a little more is fine.
+	b := boLoop(poAlways, 1, 10, 20.2, 40, 80, 160, 300, 300, 301)
+	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+	if res.Stats.Ops != 8 || res.Stats.Checked != 8 || res.Stats.Keys != 1 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	figs := map[string]float64{}
+	for _, f := range res.Figures {
+		figs[f.Name] = f.Value
+	}
+	if figs["restarts"] != 8 || figs["restart delay max"] < 300.9 || figs["restart delay max"] > 301.1 {
+		t.Errorf("figures %+v", res.Figures)
+	}
+	// Within the tolerance.
+	mustVerdict(t, CheckBackoff(bg, boLoop(poAlways, 1, 9.6, 19.6).history(), Options{}), Ok)
+}
+
+func TestBackoffNothingToJudge(t *testing.T) {
+	b := boPod(poAlways)
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Unknown)
+	if boHasRestart(b.h.Ledger) {
+		t.Errorf("a restart found in one run")
+	}
+	if !boHasRestart(boLoop(poAlways, 1, 10).h.Ledger) {
+		t.Errorf("no restart found in a crash loop")
+	}
+}
+
+func TestBackoffEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delays []float64
+		words  []string
+	}{
+		{"first restart at once", []float64{0.2}, []string{"restarted 0.200 s after its exit", "back-off of 10.000 s", "restart 1 in a row"}},
+		{"no doubling", []float64{10, 10}, []string{"restarted 10.000 s", "back-off of 20.000 s", "restart 2 in a row"}},
+		{"cap reached too early", []float64{10, 20, 40, 80, 160, 290}, []string{"back-off of 300.000 s", "restart 6 in a row"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustVerdict(t, CheckBackoff(bg, boLoop(poAlways, 1, tc.delays...).history(), Options{}), Illegal)
+			ev := res.Evidence[0]
+			if ev.Key != "default/web-0" {
+				t.Errorf("evidence key %q", ev.Key)
+			}
+			mustMention(t, "evidence", ev.Description, append([]string{"LC-6", `container "c"`, "UID a", "on n1"}, tc.words...)...)
+			if got := evidenceActions(ev); strings.Join(got, ",") != "a:start,a:exit,a:start" {
+				t.Errorf("evidence entries %v, want the run, its exit and the restart", got)
+			}
+		})
+	}
+}
+
+// A run of 10 min resets the back-off to 10 s; 9 min does not.
+func TestBackoffReset(t *testing.T) {
+	b := boPod(poAlways)
+	boCycle(b, "n1", 1, 10, 1)
+	boCycle(b, "n1", 12, 20, 1)
+	boCycle(b, "n1", 32+600, 10, 1) // ran 10 min: back to 10 s
+	boCycle(b, "n1", 643, 20, 1)
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+
+	b = boPod(poAlways)
+	boCycle(b, "n1", 1, 10, 1)
+	boCycle(b, "n1", 12, 20, 1)
+	boCycle(b, "n1", 32+540, 10, 1) // ran 9 min: 40 s is due
+	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, "back-off of 40.000 s", "the run before lasted 540.000 s")
+}
+
+// A clock fault on the node's kubelet between exit and restart leaves the
+// restart unjudged (and the count starts over); the same fault on another
+// node does not.
+func TestBackoffClockFault(t *testing.T) {
+	build := func(target string) *hb {
+		b := boLoop(poAlways, 1, 10, 2) // the second restart is early
+		b.h.Nemesis = append(b.h.Nemesis, history.Interval{ID: 1, Name: "clock-jump", Targets: []string{target},
+			Start: secs(13), End: secs(13.5), Healed: true})
+		return b
+	}
+	res := mustVerdict(t, CheckBackoff(bg, build("kubelet/n1").history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 restart not judged")
+	if res.Stats.Checked != 1 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	mustVerdict(t, CheckBackoff(bg, build("kubelet/n2").history(), Options{}), Illegal)
+
+	// Only unjudged restarts: Unknown.
+	b := boLoop(poAlways, 1, 2)
+	b.h.Nemesis = append(b.h.Nemesis, history.Interval{ID: 1, Name: "clock-strobe", Targets: []string{"kubelet/n1"},
+		Start: secs(0), End: secs(20), Healed: true})
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Unknown)
+}
+
+// A kubelet restarted (its back-off lives in memory) restarts an exited
+// container at once and starts the count over.
+func TestBackoffKubeletRestart(t *testing.T) {
+	b := boPod(poAlways)
+	boCycle(b, "n1", 1, 10, 1)
+	boCycle(b, "n1", 12, 1, 1) // the kubelet was down meanwhile
+	boCycle(b, "n1", 14, 10, 1)
+	b.h.Nemesis = append(b.h.Nemesis, history.Interval{ID: 1, Name: "kill-kubelet", Targets: []string{"kubelet/n1"},
+		Start: secs(12.2), End: secs(12.8), Healed: true})
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+}
+
+// A power loss: the new machine runs the pod afresh, whatever the policy.
+func TestBackoffPowerOff(t *testing.T) {
+	b := boPod(poNever)
+	poLed(b, 2, history.LedgerPowerOff, "c", 0)
+	poLed(b, 2, exit, "c", 137)
+	poLed(b, 3, start, "c", 0)
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Unknown)
+}
+
+func TestBackoffPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		code   int
+		want   Verdict
+		words  []string
+	}{
+		{poNever, 1, Illegal, []string{"restartPolicy is Never"}},
+		{poOnFailure, 0, Illegal, []string{"OnFailure and the container exited 0"}},
+		{poOnFailure, 1, Ok, nil},
+		{poAlways, 0, Ok, nil},
+	} {
+		t.Run(fmt.Sprintf("%s exit %d", tc.policy, tc.code), func(t *testing.T) {
+			b := boPod(tc.policy)
+			boCycle(b, "n1", 1, 10, tc.code)
+			res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), tc.want)
+			if tc.want == Illegal {
+				mustMention(t, "evidence", res.Evidence[0].Description, tc.words...)
+			}
+		})
+	}
+	// A regular init container that exited 0 is done; a sidecar restarts.
+	b := (&hb{}).pod(0.1, added, 10, poObj("a", poBound("n1"), poInits("init-a", "side-proxy")))
+	poLed(b, 1, start, "init-a", 0)
+	poLed(b, 2, exit, "init-a", 0)
+	poLed(b, 3, start, "side-proxy", 0)
+	poLed(b, 4, exit, "side-proxy", 0)
+	poLed(b, 14, start, "side-proxy", 0)
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+	poLed(b, 30, start, "init-a", 0)
+	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, `container "init-a"`, "init container that exited 0")
+}
+
+// Restarts happen only on the node the container ran on.
+func TestBackoffOtherNode(t *testing.T) {
+	b := boPod(poAlways)
+	boCycle(b, "n2", 1, 10, 1)
+	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, "ran on n1", "restarted on n2", "same node")
+}
+
+// A node recorded fenced stays so until an admin unfences it: restarts
+// there are not judged on back-off (a power fence's new machine starts
+// afresh).
+func TestBackoffFencedNode(t *testing.T) {
+	b := boLoop(poAlways, 1, 10, 2)
+	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Illegal)
+	b.nodeStatus(12.8, "n1", true)
+	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 restart not judged")
+}

@@ -1,0 +1,206 @@
+package checker
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// events counts the events of a history: what a recorder wrote.
+func events(h *history.History) int {
+	return len(h.Ops) + len(h.API) + len(h.Nemesis) + len(h.Ledger) + len(h.Store) + len(h.Logs)
+}
+
+// TestGeneratedRun: a generated run is what a correct cluster records, so
+// every checker finds it clean, and it holds every kind of event the
+// checkers read.
+func TestGeneratedRun(t *testing.T) {
+	cfg := runBenchConfig
+	cfg.Events, cfg.Sets, cfg.ReplicaSets, cfg.Faults = 20_000, 10, 5, 3
+	h := generateRun(cfg)
+	if n := events(h); n < cfg.Events*80/100 || n > cfg.Events*120/100 {
+		t.Errorf("%d events, want about %d", n, cfg.Events)
+	}
+	kinds := map[string]int{}
+	for _, e := range h.Ledger {
+		kinds["ledger "+string(e.Action)]++
+	}
+	for _, e := range h.Store {
+		kinds["store "+e.Resource]++
+	}
+	for _, c := range h.API {
+		kinds["api "+c.Identity+" "+c.Verb]++
+	}
+	restarts := 0
+	for _, e := range h.Ledger {
+		if e.Action == history.LedgerExit && e.ExitCode != 0 {
+			restarts++
+		}
+	}
+	if restarts == 0 {
+		t.Error("no container crashed")
+	}
+	for _, want := range []string{"ledger start", "ledger term", "ledger kill", "ledger exit", "ledger write",
+		"store pods", "store nodes", "store statefulsets.apps", "api pet-controller create", "api replicaset-controller create", "api workload delete"} {
+		if kinds[want] == 0 {
+			t.Errorf("no %s in %v", want, kinds)
+		}
+	}
+	results := Check(context.Background(), h, Options{})
+	if len(results) < 5 {
+		t.Errorf("%d checkers ran, want every one", len(results))
+	}
+	for _, r := range results {
+		if r.Verdict != Ok {
+			t.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Summary)
+			for _, ev := range r.Evidence {
+				t.Logf("  evidence %s: %s", ev.Key, ev.Description)
+			}
+		}
+	}
+	rep := Recovery(h)
+	if len(rep.Pets) != cfg.Sets*cfg.Replicas || rep.Scale < 49.9 || rep.Scale > 50.1 {
+		t.Errorf("recovery: %d pets (want %d), scale %v", len(rep.Pets), cfg.Sets*cfg.Replicas, rep.Scale)
+	}
+	for _, p := range rep.Pets {
+		if len(p.Outages) == 0 || p.Availability() >= 100 || p.Availability() < 50 {
+			t.Errorf("pet %s: %d outages, availability %.1f%%", p.Pet, len(p.Outages), p.Availability())
+			break
+		}
+	}
+}
+
+var (
+	benchRunOnce sync.Once
+	benchRun     *history.History
+)
+
+// benchRunHistory is the 1,000,000-event run, generated once per process.
+func benchRunHistory() *history.History {
+	benchRunOnce.Do(func() { benchRun = generateRun(runBenchConfig) })
+	return benchRun
+}
+
+// heapPeak samples the live heap until stop is called, which returns the
+// largest sample.
+func heapPeak() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	done := make(chan struct{})
+	out := make(chan uint64)
+	go func() {
+		var peak uint64
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-out }
+}
+
+// benchHistory runs check over h b.N times and reports events/s, the peak
+// live heap above h itself, and the slowest single check.
+func benchHistory(b *testing.B, h *history.History, check func(context.Context, *history.History) []Result) {
+	n := events(h)
+	runtime.GC()
+	base := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(base)
+	stop := heapPeak()
+	cpu0 := cpuTime()
+	var slowest time.Duration
+	each := map[string]time.Duration{}
+	var names []string
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range check(context.Background(), h) {
+			slowest = max(slowest, r.Stats.Duration)
+			if _, ok := each[r.Checker]; !ok {
+				names = append(names, r.Checker)
+			}
+			each[r.Checker] = max(each[r.Checker], r.Stats.Duration)
+			if r.Verdict != Ok {
+				b.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Summary)
+			}
+		}
+	}
+	cpu := cpuTime() - cpu0
+	peak := stop()
+	for _, name := range names {
+		b.Logf("%s: slowest %v over %d events", name, each[name], n)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	// On a shared machine wall time depends on the neighbours; CPU time
+	// (all threads, GC included) much less.
+	b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(peak-min(peak, base[0].Value.Uint64()))/(1<<20), "peak-MiB")
+	b.ReportMetric(slowest.Seconds(), "slowest-check-s")
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCheck1M runs Check over a generated run of 1,000,000 events. The
+// target is 500,000 events/s, no check over 60 s, and well under 4 GiB.
+func BenchmarkCheck1M(b *testing.B) {
+	h := benchRunHistory()
+	writes := 0
+	for _, e := range h.Ledger {
+		if e.Action == history.LedgerWrite {
+			writes++
+		}
+	}
+	b.Logf("%d events: %d register operations, %d API calls, %d ledger entries (%d writes), %d store changes, %d faults",
+		events(h), len(h.Ops), len(h.API), len(h.Ledger), writes, len(h.Store), len(h.Nemesis))
+	benchHistory(b, h, func(ctx context.Context, h *history.History) []Result {
+		return Check(ctx, h, Options{Timeout: time.Minute})
+	})
+}
+
+// BenchmarkCheckers runs each checker alone over the 1,000,000-event run,
+// and Recovery.
+func BenchmarkCheckers(b *testing.B) {
+	opts := Options{Timeout: time.Minute}
+	for _, c := range []struct {
+		name  string
+		check func(context.Context, *history.History) Result
+	}{
+		{RegisterChecker, func(ctx context.Context, h *history.History) Result { return CheckRegister(ctx, h.Ops, opts) }},
+		{AtMostOneChecker, func(ctx context.Context, h *history.History) Result { return CheckAtMostOne(ctx, h, opts) }},
+		{StorageChecker, func(ctx context.Context, h *history.History) Result { return CheckStorage(ctx, h, opts) }},
+		{GraceChecker, func(ctx context.Context, h *history.History) Result { return CheckGrace(ctx, h, opts) }},
+		{AuthorityChecker, func(ctx context.Context, h *history.History) Result { return CheckAuthority(ctx, h, opts) }},
+		{"phases", func(ctx context.Context, h *history.History) Result { return CheckPhases(ctx, h, opts) }},
+		{"restart-backoff", func(ctx context.Context, h *history.History) Result { return CheckBackoff(ctx, h, opts) }},
+		{"preemption", func(ctx context.Context, h *history.History) Result { return CheckPreemption(ctx, h, opts) }},
+		{"topology-spread", func(ctx context.Context, h *history.History) Result { return CheckSpread(ctx, h, opts) }},
+		{"recovery", func(ctx context.Context, h *history.History) Result {
+			start := time.Now()
+			figs := RecoveryFigures(Recovery(h))
+			return Result{Checker: "recovery", Verdict: Ok, Figures: figs, Stats: Stats{Duration: time.Since(start)}}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := benchRunHistory()
+			benchHistory(b, h, func(ctx context.Context, h *history.History) []Result { return []Result{c.check(ctx, h)} })
+		})
+	}
+}

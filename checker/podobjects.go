@@ -1,0 +1,887 @@
+package checker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// Pod objects as the store events record them. The phase and back-off
+// checkers read a few fields of every committed pod change; decoding each
+// object into the full core/v1 Pod would cost most of their time, so they
+// decode into poPod, which names only those fields (with the JSON names of
+// k8s.io/api/core/v1). The checker package does not import the system under
+// test, so the values the system uses are restated here.
+
+// Pod phases (core/v1 PodPhase).
+const (
+	poPending   = "Pending"
+	poRunning   = "Running"
+	poSucceeded = "Succeeded"
+	poFailed    = "Failed"
+	poUnknown   = "Unknown"
+)
+
+// Pod condition types (core/v1 PodConditionType) and the node controller's
+// NodeDown condition (PS-13, PS-17).
+const (
+	poCondScheduled       = "PodScheduled"
+	poCondInitialized     = "Initialized"
+	poCondContainersReady = "ContainersReady"
+	poCondReady           = "Ready"
+	poCondNodeDown        = "podsafe.io/NodeDown"
+)
+
+// poKnownConditions are the pod condition types a pod may carry besides its
+// readiness gates: LC-7's four, the node controller's NodeDown, and the two
+// Kubernetes itself writes (a disruption's target, the sandbox's readiness).
+var poKnownConditions = map[string]bool{
+	poCondScheduled: true, poCondInitialized: true, poCondContainersReady: true, poCondReady: true,
+	poCondNodeDown: true, "DisruptionTarget": true, "PodReadyToStartContainers": true,
+}
+
+// Pod status reasons of a Failed pod that the kubelet's container states do
+// not explain: the node controller's LC-4 policy fails pods of a lost node
+// while their containers may still run there, and the kubelet's eviction
+// (PR-14) fails a pod once its containers are dead.
+const (
+	poReasonNodeLost = "NodeLost"
+	poReasonEvicted  = "Evicted"
+)
+
+// Restart policies (core/v1 RestartPolicy); "" is the API's default, Always.
+const (
+	poAlways    = "Always"
+	poOnFailure = "OnFailure"
+	poNever     = "Never"
+)
+
+// poPod is the part of a pod object the checkers read.
+type poPod struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+		UID       string `json:"uid"`
+		// DeletionTimestamp is kept as written (RFC 3339, whole seconds):
+		// comparing parsed times is needed only when it changes.
+		DeletionTimestamp          string `json:"deletionTimestamp"`
+		DeletionGracePeriodSeconds *int64 `json:"deletionGracePeriodSeconds"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName       string        `json:"nodeName"`
+		RestartPolicy  string        `json:"restartPolicy"`
+		InitContainers []poContainer `json:"initContainers"`
+		Containers     []poContainer `json:"containers"`
+		ReadinessGates []struct {
+			ConditionType string `json:"conditionType"`
+		} `json:"readinessGates"`
+	} `json:"spec"`
+	Status struct {
+		Phase                 string              `json:"phase"`
+		Reason                string              `json:"reason"`
+		Conditions            []poCondition       `json:"conditions"`
+		InitContainerStatuses []poContainerStatus `json:"initContainerStatuses"`
+		ContainerStatuses     []poContainerStatus `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+type poContainer struct {
+	Name string `json:"name"`
+	// RestartPolicy Always on an init container makes it a sidecar.
+	RestartPolicy string `json:"restartPolicy"`
+}
+
+type poCondition struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+}
+
+type poContainerStatus struct {
+	Name      string           `json:"name"`
+	Ready     bool             `json:"ready"`
+	State     poContainerState `json:"state"`
+	LastState poContainerState `json:"lastState"`
+}
+
+type poContainerState struct {
+	Waiting *struct {
+		Reason string `json:"reason"`
+	} `json:"waiting"`
+	Running    *struct{} `json:"running"`
+	Terminated *struct {
+		ExitCode int `json:"exitCode"`
+	} `json:"terminated"`
+}
+
+// ref renders the pod's namespace/name.
+func (p *poPod) ref() string { return podRef(p.Metadata.Namespace, p.Metadata.Name) }
+
+// condition returns the status of the condition of type t, or "".
+func (p *poPod) condition(t string) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// isAppContainer reports whether name is one of the spec's app containers.
+func (p *poPod) isAppContainer(name string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// lastExit is the exit code of the newest termination a container status
+// shows: its state, or, while it waits again (back-off, a volume), its last
+// state. ok is false when it shows none.
+func (s *poContainerStatus) lastExit() (code int, ok bool) {
+	switch {
+	case s.State.Terminated != nil:
+		return s.State.Terminated.ExitCode, true
+	case s.State.Running == nil && s.LastState.Terminated != nil:
+		return s.LastState.Terminated.ExitCode, true
+	}
+	return 0, false
+}
+
+// poHasPods reports whether store records a change of a pod object, which
+// CheckPhases judges.
+func poHasPods(store []history.StoreEvent) bool {
+	for i := range store {
+		if store[i].Resource == "pods" && len(store[i].Object) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// poEvent is one committed change of one pod (one UID), decoded.
+type poEvent struct {
+	store int // index in h.Store
+	rv    uint64
+	typ   history.StoreEventType
+	t     int64
+	pod   *poPod
+}
+
+// poPodHistory is every recorded change of one pod instance, in commit
+// (resourceVersion) order, once each.
+type poPodHistory struct {
+	uid    string
+	events []poEvent
+}
+
+// spec is the pod's spec as first recorded (the spec of a pod does not
+// change in the fields the checkers read, but nodeName, which binding sets).
+func (ph *poPodHistory) spec() *poPod { return ph.events[0].pod }
+
+// poPods decodes the pod events of store that want accepts (nil: all) and
+// groups them by UID, each group in resourceVersion order without repeats
+// (a recorder that resumed its watch may record a change twice). Groups
+// come in the order of their first change. It also counts the events it
+// could not decode or that name no UID. Decoding, most of the work, runs on
+// every processor. It is O(n log n) and reads store without changing it;
+// stopped reports that st's context ended first.
+func poPods(store []history.StoreEvent, st *stopper, want func(*history.StoreEvent) bool) (pods []*poPodHistory, undecoded int, stopped bool) {
+	var idx []int
+	for i := range store {
+		ev := &store[i]
+		if ev.Resource == "pods" && len(ev.Object) > 0 && (want == nil || want(ev)) {
+			idx = append(idx, i)
+		}
+	}
+	decoded := make([]poPod, len(idx))
+	rvs := make([]uint64, len(idx))
+	ok := make([]bool, len(idx))
+	workers := min(runtime.GOMAXPROCS(0), len(idx)/1024+1)
+	var wg sync.WaitGroup
+	var cancelled atomic.Bool
+	for w := range workers {
+		wg.Go(func() {
+			sc := poScanner{intern: map[string]string{}}
+			for j := w; j < len(idx); j += workers {
+				if j%1024 == w && st != nil && st.ctx.Err() != nil {
+					cancelled.Store(true)
+					return
+				}
+				ev := &store[idx[j]]
+				rv, err := strconv.ParseUint(ev.RV, 10, 64)
+				ok[j] = err == nil && sc.decode(ev.Object, &decoded[j]) == nil && decoded[j].Metadata.UID != ""
+				rvs[j] = rv
+			}
+		})
+	}
+	wg.Wait()
+	if cancelled.Load() {
+		return nil, 0, true
+	}
+	byUID := map[string]*poPodHistory{}
+	for j, i := range idx {
+		if !ok[j] {
+			undecoded++
+			continue
+		}
+		p := &decoded[j]
+		ph := byUID[p.Metadata.UID]
+		if ph == nil {
+			ph = &poPodHistory{uid: p.Metadata.UID}
+			byUID[ph.uid] = ph
+			pods = append(pods, ph)
+		}
+		ph.events = append(ph.events, poEvent{store: i, rv: rvs[j], typ: store[i].Type, t: store[i].T, pod: p})
+	}
+	for _, ph := range pods {
+		evs := ph.events
+		if !sort.SliceIsSorted(evs, func(a, b int) bool { return evs[a].rv < evs[b].rv }) {
+			sort.SliceStable(evs, func(a, b int) bool { return evs[a].rv < evs[b].rv })
+		}
+		out := evs[:1]
+		for _, e := range evs[1:] {
+			if e.rv != out[len(out)-1].rv {
+				out = append(out, e)
+			}
+		}
+		ph.events = out
+	}
+	// Groups in the order of their first change.
+	sort.SliceStable(pods, func(a, b int) bool { return pods[a].events[0].rv < pods[b].events[0].rv })
+	return pods, undecoded, false
+}
+
+// poDecode decodes a pod object into p (see poScanner.decode).
+func poDecode(data []byte, p *poPod) error {
+	var s poScanner
+	return s.decode(data, p)
+}
+
+// poSpecs returns, per UID, the pod as first recorded, for checkers that
+// need only its spec: it decodes the creations (ADDED), and the other
+// changes only when a UID of uids has no recorded creation.
+func poSpecs(store []history.StoreEvent, uids map[string]bool, st *stopper) (map[string]*poPod, bool) {
+	out := map[string]*poPod{}
+	add := func(pods []*poPodHistory) {
+		for _, ph := range pods {
+			if out[ph.uid] == nil {
+				out[ph.uid] = ph.spec()
+			}
+		}
+	}
+	pods, _, stopped := poPods(store, st, func(ev *history.StoreEvent) bool { return ev.Type == history.StoreAdded })
+	if stopped {
+		return nil, true
+	}
+	add(pods)
+	for uid := range uids {
+		if out[uid] == nil {
+			pods, _, stopped = poPods(store, st, func(ev *history.StoreEvent) bool { return ev.Type != history.StoreAdded })
+			if stopped {
+				return nil, true
+			}
+			add(pods)
+			break
+		}
+	}
+	return out, false
+}
+
+// poTime parses a metadata timestamp (RFC 3339).
+func poTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
+// poStoreLost reports whether the history notes store events of pods lost
+// (the recorder's watch fell behind the store's compaction window): then
+// two consecutive recorded changes of a pod need not be consecutive commits.
+func poStoreLost(logs []history.LogEntry) bool {
+	for _, l := range logs {
+		if l.Msg == "store events lost" && (l.Attrs["resource"] == "" || l.Attrs["resource"] == "pods") {
+			return true
+		}
+	}
+	return false
+}
+
+// poEventRef renders a store event for a description.
+func poEventRef(e poEvent) string {
+	var b bytes.Buffer
+	b.WriteString(string(e.typ))
+	b.WriteString(" rv ")
+	b.WriteString(strconv.FormatUint(e.rv, 10))
+	b.WriteString(" (t=")
+	b.WriteString(nanos(e.t))
+	b.WriteString(")")
+	return b.String()
+}
+
+// poScanner reads the JSON of a pod object into poPod. Each method reads
+// one value at s.i and leaves s.i after it; any surprise is an error, on
+// which poDecode falls back to encoding/json. Objects and arrays are read
+// with loops over enter and next rather than callbacks, and repeated
+// strings (phases, condition types, names) are shared through intern, so
+// that a decode allocates little more than its result.
+type poScanner struct {
+	d      []byte
+	i      int
+	intern map[string]string
+}
+
+// decode decodes a pod object into p. It reads the fields of poPod
+// itself, several times faster than encoding/json, which a phase check of
+// a long run would spend most of its time in. Anything it does not expect
+// (a value of an unexpected type, an escaped key, broken JSON) is left to
+// encoding/json, so on objects as the API server writes them (field names
+// spelled exactly) the result is encoding/json's.
+func (s *poScanner) decode(data []byte, p *poPod) error {
+	s.d, s.i = data, 0
+	if err := s.pod(p); err == nil {
+		s.ws()
+		if s.i == len(s.d) {
+			return nil
+		}
+	}
+	*p = poPod{}
+	return json.Unmarshal(data, p)
+}
+
+// errPoScan is the scanner's only error: the input is not what it reads.
+var errPoScan = errors.New("unexpected pod JSON")
+
+func (s *poScanner) ws() {
+	for s.i < len(s.d) {
+		switch s.d[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (s *poScanner) peek() byte {
+	s.ws()
+	if s.i < len(s.d) {
+		return s.d[s.i]
+	}
+	return 0
+}
+
+// null consumes a null, reporting whether there was one.
+func (s *poScanner) null() bool {
+	if s.peek() == 'n' && bytes.HasPrefix(s.d[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// rawString returns the bytes of a string without its quotes, and whether
+// it holds escapes.
+func (s *poScanner) rawString() ([]byte, bool, error) {
+	if s.peek() != '"' {
+		return nil, false, errPoScan
+	}
+	start := s.i + 1
+	// Most strings hold no escape: the first quote ends them.
+	if k := bytes.IndexByte(s.d[start:], '"'); k >= 0 && bytes.IndexByte(s.d[start:start+k], '\\') < 0 {
+		s.i = start + k + 1
+		return s.d[start : start+k], false, nil
+	}
+	for j := start; j < len(s.d); j++ {
+		switch s.d[j] {
+		case '\\':
+			j++ // the byte it escapes
+		case '"':
+			s.i = j + 1
+			return s.d[start:j], true, nil
+		}
+	}
+	return nil, false, errPoScan
+}
+
+// str reads a string (null leaves *dst as it is, as encoding/json does).
+func (s *poScanner) str(dst *string) error {
+	if s.null() {
+		return nil
+	}
+	start := s.i
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if escaped {
+		return json.Unmarshal(s.d[start:s.i], dst)
+	}
+	if v, ok := s.intern[string(raw)]; ok {
+		*dst = v
+		return nil
+	}
+	v := string(raw)
+	if s.intern != nil && len(s.intern) < 1<<16 {
+		s.intern[v] = v
+	}
+	*dst = v
+	return nil
+}
+
+// key reads an object key and its colon.
+func (s *poScanner) key() ([]byte, error) {
+	raw, escaped, err := s.rawString()
+	if err != nil || escaped {
+		return nil, errPoScan
+	}
+	if s.peek() != ':' {
+		return nil, errPoScan
+	}
+	s.i++
+	return raw, nil
+}
+
+// enter consumes the opening of an object ('{') or array ('['), reporting
+// false for a null, which holds nothing.
+func (s *poScanner) enter(open byte) (bool, error) {
+	if s.null() {
+		return false, nil
+	}
+	if s.peek() != open {
+		return false, errPoScan
+	}
+	s.i++
+	return true, nil
+}
+
+// next moves to the next member of an entered object or array: it
+// consumes the separator before it (none for the first), or the closing
+// byte, and then reports false.
+func (s *poScanner) next(close byte, first bool) (bool, error) {
+	switch c := s.peek(); {
+	case c == close:
+		s.i++
+		return false, nil
+	case first:
+		return true, nil
+	case c == ',':
+		s.i++
+		return true, nil
+	}
+	return false, errPoScan
+}
+
+// skip reads any value.
+func (s *poScanner) skip() error {
+	switch c := s.peek(); c {
+	case '"':
+		_, _, err := s.rawString()
+		return err
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.d) {
+			switch s.d[s.i] {
+			case '"':
+				if _, _, err := s.rawString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return nil
+				}
+			}
+			s.i++
+		}
+		return errPoScan
+	case 0:
+		return errPoScan
+	}
+	if len(s.scalar()) == 0 {
+		return errPoScan
+	}
+	return nil
+}
+
+// scalar returns the bytes of a number or literal.
+func (s *poScanner) scalar() []byte {
+	s.ws()
+	start := s.i
+	for s.i < len(s.d) {
+		switch s.d[s.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return s.d[start:s.i]
+		}
+		s.i++
+	}
+	return s.d[start:s.i]
+}
+
+func (s *poScanner) int(dst *int) error {
+	if s.null() {
+		return nil
+	}
+	n, err := strconv.Atoi(string(s.scalar()))
+	if err != nil {
+		return errPoScan
+	}
+	*dst = n
+	return nil
+}
+
+func (s *poScanner) int64p(dst **int64) error {
+	if s.null() {
+		*dst = nil
+		return nil
+	}
+	n, err := strconv.ParseInt(string(s.scalar()), 10, 64)
+	if err != nil {
+		return errPoScan
+	}
+	*dst = &n
+	return nil
+}
+
+func (s *poScanner) bool(dst *bool) error {
+	if s.null() {
+		return nil
+	}
+	switch string(s.scalar()) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		return errPoScan
+	}
+	return nil
+}
+
+// pod reads a whole pod object.
+func (s *poScanner) pod(p *poPod) error {
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch string(k) {
+		case "metadata":
+			err = s.metadata(p)
+		case "spec":
+			err = s.spec(p)
+		case "status":
+			err = s.status(p)
+		default:
+			err = s.skip()
+		}
+	}
+	return err
+}
+
+func (s *poScanner) metadata(p *poPod) error {
+	m := &p.Metadata
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch string(k) {
+		case "name":
+			err = s.str(&m.Name)
+		case "namespace":
+			err = s.str(&m.Namespace)
+		case "uid":
+			err = s.str(&m.UID)
+		case "deletionTimestamp":
+			err = s.str(&m.DeletionTimestamp)
+		case "deletionGracePeriodSeconds":
+			err = s.int64p(&m.DeletionGracePeriodSeconds)
+		default:
+			err = s.skip()
+		}
+	}
+	return err
+}
+
+func (s *poScanner) spec(p *poPod) error {
+	sp := &p.Spec
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch string(k) {
+		case "nodeName":
+			err = s.str(&sp.NodeName)
+		case "restartPolicy":
+			err = s.str(&sp.RestartPolicy)
+		case "initContainers":
+			err = s.containers(&sp.InitContainers)
+		case "containers":
+			err = s.containers(&sp.Containers)
+		case "readinessGates":
+			sp.ReadinessGates = nil
+			var arr bool
+			if arr, err = s.enter('['); arr {
+				sp.ReadinessGates = []struct {
+					ConditionType string `json:"conditionType"`
+				}{}
+			}
+			for first := true; arr && err == nil; first = false {
+				if arr, err = s.next(']', first); !arr || err != nil {
+					break
+				}
+				var g struct {
+					ConditionType string `json:"conditionType"`
+				}
+				err = s.field("conditionType", &g.ConditionType)
+				sp.ReadinessGates = append(sp.ReadinessGates, g)
+			}
+		default:
+			err = s.skip()
+		}
+	}
+	return err
+}
+
+// field reads an object of which only the string field name matters.
+func (s *poScanner) field(name string, dst *string) error {
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		if string(k) == name {
+			err = s.str(dst)
+		} else {
+			err = s.skip()
+		}
+	}
+	return err
+}
+
+func (s *poScanner) containers(dst *[]poContainer) error {
+	*dst = nil
+	in, err := s.enter('[')
+	if in {
+		*dst = []poContainer{}
+	}
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next(']', first); !in || err != nil {
+			break
+		}
+		var c poContainer
+		var obj bool
+		obj, err = s.enter('{')
+		for first := true; obj && err == nil; first = false {
+			if obj, err = s.next('}', first); !obj || err != nil {
+				break
+			}
+			var k []byte
+			if k, err = s.key(); err != nil {
+				break
+			}
+			switch string(k) {
+			case "name":
+				err = s.str(&c.Name)
+			case "restartPolicy":
+				err = s.str(&c.RestartPolicy)
+			default:
+				err = s.skip()
+			}
+		}
+		*dst = append(*dst, c)
+	}
+	return err
+}
+
+func (s *poScanner) status(p *poPod) error {
+	st := &p.Status
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch string(k) {
+		case "phase":
+			err = s.str(&st.Phase)
+		case "reason":
+			err = s.str(&st.Reason)
+		case "conditions":
+			st.Conditions = nil
+			var arr bool
+			if arr, err = s.enter('['); arr {
+				st.Conditions = []poCondition{}
+			}
+			for first := true; arr && err == nil; first = false {
+				if arr, err = s.next(']', first); !arr || err != nil {
+					break
+				}
+				var c poCondition
+				var obj bool
+				obj, err = s.enter('{')
+				for first := true; obj && err == nil; first = false {
+					if obj, err = s.next('}', first); !obj || err != nil {
+						break
+					}
+					var k []byte
+					if k, err = s.key(); err != nil {
+						break
+					}
+					switch string(k) {
+					case "type":
+						err = s.str(&c.Type)
+					case "status":
+						err = s.str(&c.Status)
+					default:
+						err = s.skip()
+					}
+				}
+				st.Conditions = append(st.Conditions, c)
+			}
+		case "initContainerStatuses":
+			err = s.statuses(&st.InitContainerStatuses)
+		case "containerStatuses":
+			err = s.statuses(&st.ContainerStatuses)
+		default:
+			err = s.skip()
+		}
+	}
+	return err
+}
+
+func (s *poScanner) statuses(dst *[]poContainerStatus) error {
+	*dst = nil
+	in, err := s.enter('[')
+	if in {
+		*dst = []poContainerStatus{}
+	}
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next(']', first); !in || err != nil {
+			break
+		}
+		var cs poContainerStatus
+		var obj bool
+		obj, err = s.enter('{')
+		for first := true; obj && err == nil; first = false {
+			if obj, err = s.next('}', first); !obj || err != nil {
+				break
+			}
+			var k []byte
+			if k, err = s.key(); err != nil {
+				break
+			}
+			switch string(k) {
+			case "name":
+				err = s.str(&cs.Name)
+			case "ready":
+				err = s.bool(&cs.Ready)
+			case "state":
+				err = s.state(&cs.State)
+			case "lastState":
+				err = s.state(&cs.LastState)
+			default:
+				err = s.skip()
+			}
+		}
+		*dst = append(*dst, cs)
+	}
+	return err
+}
+
+func (s *poScanner) state(st *poContainerState) error {
+	in, err := s.enter('{')
+	for first := true; in && err == nil; first = false {
+		if in, err = s.next('}', first); !in || err != nil {
+			break
+		}
+		var k []byte
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch string(k) {
+		case "waiting":
+			st.Waiting = nil
+			if s.peek() == '{' {
+				st.Waiting = &struct {
+					Reason string `json:"reason"`
+				}{}
+				err = s.field("reason", &st.Waiting.Reason)
+			} else if !s.null() {
+				err = errPoScan
+			}
+		case "running":
+			st.Running = nil
+			if s.peek() == '{' {
+				st.Running = &struct{}{}
+				err = s.skip()
+			} else if !s.null() {
+				err = errPoScan
+			}
+		case "terminated":
+			st.Terminated = nil
+			if s.peek() != '{' {
+				if !s.null() {
+					err = errPoScan
+				}
+				break
+			}
+			st.Terminated = &struct {
+				ExitCode int `json:"exitCode"`
+			}{}
+			var obj bool
+			obj, err = s.enter('{')
+			for first := true; obj && err == nil; first = false {
+				if obj, err = s.next('}', first); !obj || err != nil {
+					break
+				}
+				var k []byte
+				if k, err = s.key(); err != nil {
+					break
+				}
+				if string(k) == "exitCode" {
+					err = s.int(&st.Terminated.ExitCode)
+				} else {
+					err = s.skip()
+				}
+			}
+		default:
+			err = s.skip()
+		}
+	}
+	return err
+}
