@@ -31,7 +31,7 @@ func chaosTime() time.Duration {
 var _ = Describe("chaos matrix", Label("chaos"), func() {
 	entries := []TableEntry{}
 	for i, e := range specs.ChaosMatrix {
-		entries = append(entries, Entry(fmt.Sprintf("%s under %s", e.Workload, strings.Join(e.Nemesis, "+")), e, uint64(100+i)))
+		entries = append(entries, Entry(fmt.Sprintf("%s under %s", e.Workload, strings.Join(e.Nemesis, "+")), e, uint64(100+i), SpecTimeout(10*time.Minute)))
 	}
 	DescribeTable("stays valid", func(ctx SpecContext, e specs.ChaosEntry, seed uint64) {
 		out, err := specs.Run(ctx, specs.Scenario{
@@ -45,7 +45,7 @@ var _ = Describe("chaos matrix", Label("chaos"), func() {
 				fmt.Fprintf(GinkgoWriter, "%s undecided: %s\n", r.Checker, r.Summary)
 			}
 		}
-	}, entries, SpecTimeout(10*time.Minute))
+	}, entries)
 })
 
 var _ = Describe("conformance", Label("conformance"), func() {

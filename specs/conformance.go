@@ -19,7 +19,7 @@ var ConformanceRuns = map[string]Scenario{
 	// Pets under node partitions and kubelet crashes, no fencing (PS-12:
 	// a partitioned pet is not replaced).
 	"pets": {Workload: "pets", Nemesis: []string{"partition-node", "kill-kubelet"},
-		NemesisInterval: Duration(2 * time.Second), Duration: Duration(10 * time.Second), Seed: 12},
+		NemesisInterval: Duration(1500 * time.Millisecond), Duration: Duration(10 * time.Second), Seed: 12},
 	// Pets with a storage-only fencing controller under node partitions
 	// (PS-14, PS-15): a fenced pet keeps running but cannot write.
 	"fencing": {Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true, FenceAgents: []string{"storage"},

@@ -51,6 +51,9 @@ type judgedBy struct {
 	id, run, what string
 	// also asserts more on the run's history, when set.
 	also func(h *history.History, res []checker.Result)
+	// inputOnly: the checker need only have had input (Stats.Ops); also
+	// asserts what was covered.
+	inputOnly bool
 }
 
 // family is the family of a guarantee ID: LC-3 → LC.
@@ -71,7 +74,7 @@ func outcome(ctx context.Context, name string) (*specs.Outcome, *history.History
 
 // expectJudgedOk asserts that some checker of the run judged id, that every
 // one that did found it held, and that at least one had something to judge.
-func expectJudgedOk(out *specs.Outcome, id string) {
+func expectJudgedOk(out *specs.Outcome, id string, inputOnly bool) {
 	var judges []checker.Result
 	for _, r := range out.Results.Checks {
 		if slices.Contains(r.Guarantees, id) {
@@ -82,7 +85,7 @@ func expectJudgedOk(out *specs.Outcome, id string) {
 	for _, r := range judges {
 		Expect(r.Verdict).To(Equal(checker.Ok), "%s judged %s %s in %s: %s", r.Checker, id, r.Verdict, out.Dir, r.Summary)
 	}
-	Expect(slices.ContainsFunc(judges, func(r checker.Result) bool { return r.Stats.Checked > 0 })).To(BeTrue(),
+	Expect(slices.ContainsFunc(judges, func(r checker.Result) bool { return r.Stats.Checked > 0 || inputOnly && r.Stats.Ops > 0 })).To(BeTrue(),
 		"the run %s gave the checkers of %s nothing to judge: %+v", out.Dir, id, judges)
 }
 
@@ -112,13 +115,16 @@ var judged = []judgedBy{
 	{id: "PS-3", run: "pets", what: "the grace period is honoured and only ever shortened"},
 	{id: "PS-4", run: "pets", what: "preStop, TERM, at least 2 s, KILL"},
 	{id: "PS-5", run: "pets", what: "a kubelet crash restarts termination with the full grace"},
-	{id: "PS-7", run: "replicas", what: "ReplicaSet overlap is reported as expected, never as a violation",
+	{id: "PS-7", run: "replicas", what: "ReplicaSet overlap is reported as expected, never as a violation", inputOnly: true,
 		also: func(h *history.History, res []checker.Result) {
+			expected := 0
 			for _, r := range res {
 				for _, ev := range r.Evidence {
 					Expect(ev.Expected).To(BeTrue(), "a valid run carries only expected evidence: %+v", ev)
+					expected++
 				}
 			}
+			Expect(expected).To(BeNumerically(">", 0), "the run overlapped replicas, reported as expected")
 		}},
 	{id: "PS-8", run: "pets", what: "only the kubelet removes a pod, after its processes ended"},
 	{id: "PS-9", run: "pets", what: "controllers only delete gracefully"},
@@ -166,7 +172,7 @@ var _ = Describe("conformance", Label("conformance"), func() {
 	for _, j := range judged {
 		It(j.id+": "+j.what, Label(j.id, family(j.id)), func(ctx SpecContext) {
 			out, h := outcome(ctx, j.run)
-			expectJudgedOk(out, j.id)
+			expectJudgedOk(out, j.id, j.inputOnly)
 			if j.also != nil {
 				j.also(h, out.Results.Checks)
 			}
@@ -197,30 +203,6 @@ var _ = Describe("conformance", Label("conformance"), func() {
 			}
 		}
 		Expect(terminated).To(BeNumerically(">", 0), "the run terminated containers")
-	}, SpecTimeout(5*time.Minute))
-
-	It("LC-9: a failing liveness probe kills the container, which restarts under its policy", Label("LC-9", "LC"), func(ctx SpecContext) {
-		_, h := outcome(ctx, "lifecycle")
-		probed := map[string]bool{} // UIDs of the lifecycle workload's probed pods
-		for _, p := range storePods(h) {
-			if p.Labels["variant"] == "probes" {
-				probed[string(p.UID)] = true
-			}
-		}
-		starts := map[string]int{}
-		for _, e := range h.Ledger {
-			if e.Action == history.LedgerStart && probed[e.UID] {
-				starts[e.UID+"/"+e.Container]++
-			}
-		}
-		restarted := 0
-		for _, n := range starts {
-			if n > 1 {
-				restarted++
-			}
-		}
-		Expect(starts).NotTo(BeEmpty(), "the run started probed pods")
-		Expect(restarted).To(BeNumerically(">", 0), "a liveness failure restarted a probed container: %v", starts)
 	}, SpecTimeout(5*time.Minute))
 
 	It("PR-15: every preempted pod gets an event", Label("PR-15", "PR"), func(ctx SpecContext) {

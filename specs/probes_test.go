@@ -351,6 +351,60 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		}).WithTimeout(2*time.Second).Should(Equal(3), "failed pods at or below the threshold stay")
 	})
 
+	It("LC-9: liveness failure kills and restarts the container; readiness gates Ready", Label("LC-9", "LC"), func(ctx SpecContext) {
+		topo := cluster.DefaultTopology(1, 1, 1)
+		ledger := &kubelet.MemoryLedger{}
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Ledger: ledger, TimeScale: 50})
+		probe := func() *corev1.Probe {
+			return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 1, FailureThreshold: 1}
+		}
+		p := simPod("probed", nil)
+		p.Spec.NodeName = topo.Nodes[0].Name
+		p.Spec.Containers[0].LivenessProbe = probe()
+		p.Spec.Containers[0].ReadinessProbe = probe()
+		p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "ready-after=5s liveness-fail-at=30s"}
+		pod, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		ready := func() bool {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "probed", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					return c.Status == corev1.ConditionTrue
+				}
+			}
+			return false
+		}
+		Eventually(func() corev1.PodPhase {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "probed", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.Phase
+		}).WithTimeout(20 * time.Second).Should(Equal(corev1.PodRunning))
+		Expect(ready()).To(BeFalse(), "not ready before the readiness probe succeeds (5 scaled s = 0.1 s wall, checked at once)")
+		Eventually(ready).WithTimeout(20*time.Second).Should(BeTrue(), "ready once the readiness probe succeeds")
+		// The liveness probe fails from 30 s: the kubelet kills the
+		// container, which restartPolicy Always restarts on the same node.
+		Eventually(func() int {
+			starts := 0
+			for _, e := range ledger.Entries() {
+				if e.UID == string(pod.UID) && e.Action == kubelet.ActionStart {
+					starts++
+				}
+			}
+			return starts
+		}).WithTimeout(30*time.Second).Should(BeNumerically(">=", 2), "the container was restarted after its liveness failure")
+		var stopped bool
+		for _, e := range ledger.Entries() {
+			if e.UID == string(pod.UID) && (e.Action == kubelet.ActionTerm || e.Action == kubelet.ActionKill) {
+				stopped = true
+			}
+			if e.UID == string(pod.UID) {
+				Expect(e.Node).To(Equal(topo.Nodes[0].Name), "restarts only on the same node")
+			}
+		}
+		Expect(stopped).To(BeTrue(), "the liveness failure stopped the container with a signal")
+	})
+
 	// TS-E: the worked examples of the topology spread documentation, on the
 	// real scheduler. Nodes carry the examples' own "zone" and "node" keys.
 	Describe("TS-E: the worked examples", Label("TS-E", "TS"), func() {
