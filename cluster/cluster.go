@@ -80,6 +80,8 @@ type Config struct {
 	Fencing FencingOptions
 	// Controller tunes the controllers (policies that are off by default).
 	Controller ControllerOptions
+	// DisablePreemption turns the scheduler's preemption off (PR-13).
+	DisablePreemption bool
 
 	_ struct{}
 }

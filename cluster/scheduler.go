@@ -54,9 +54,10 @@ func (c *Cluster) StartScheduler() error {
 	}
 	rc := c.RESTConfig(apiserver.IdentityScheduler, ClientOptions{Host: SchedulerHost})
 	s, err := scheduler.New(scheduler.Config{
-		RESTConfig: rc,
-		Clock:      c.ComponentClock(ComponentScheduler),
-		Logger:     c.log.With("component", "scheduler"),
+		RESTConfig:        rc,
+		Clock:             c.ComponentClock(ComponentScheduler),
+		Logger:            c.log.With("component", "scheduler"),
+		DisablePreemption: c.cfg.DisablePreemption,
 	})
 	if err != nil {
 		return fmt.Errorf("building scheduler: %w", err)

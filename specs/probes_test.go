@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/controller"
+	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
@@ -405,6 +407,91 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		Expect(stopped).To(BeTrue(), "the liveness failure stopped the container with a signal")
 	})
 
+	It("GP-4, GP-7, PR-14: soft eviction replaces the grace by its maximum, waits it out, and spares pods within their requests", Label("GP-4", "GP-7", "PR-14", "GP", "PR"), func(ctx SpecContext) {
+		const maxGrace = 4
+		topo := cluster.DefaultTopology(1, 1, 1)
+		ledger := &kubelet.MemoryLedger{}
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Ledger: ledger, TimeScale: 50,
+			Kubelet: cluster.KubeletOptions{EvictionSoft: 1 << 30, EvictionSoftGracePeriod: 3 * time.Second,
+				EvictionMaxPodGracePeriod: maxGrace, EvictionEvery: time.Second}})
+		memPod := func(name, request string) *corev1.Pod {
+			p := simPod(name, nil)
+			p.Spec.NodeName = topo.Nodes[0].Name
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+			p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "ignore-term mem=600Mi"}
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(request)}
+			return p
+		}
+		for _, p := range []*corev1.Pod{memPod("within", "600Mi"), memPod("greedy", "100Mi")} {
+			_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(func() string {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "greedy", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return string(p.Status.Phase) + "/" + p.Status.Reason
+		}).WithTimeout(30*time.Second).Should(Equal("Failed/"+kubelet.ReasonEvicted), "the pod most above its requests is evicted")
+		var term, kill *kubelet.LedgerEntry
+		for _, e := range ledger.Entries() {
+			switch {
+			case e.Pod == "within":
+				Expect(e.Action).To(Equal(kubelet.ActionStart), "the pod within its requests is never touched (PR-14): %+v", e)
+			case e.Pod == "greedy" && e.Action == kubelet.ActionTerm:
+				term = &e
+			case e.Pod == "greedy" && e.Action == kubelet.ActionKill:
+				kill = &e
+			}
+		}
+		Expect(term).NotTo(BeNil())
+		Expect(kill).NotTo(BeNil(), "the container ignores TERM: the kubelet kills it when the grace runs out")
+		Expect(term.Grace).To(BeEquivalentTo(maxGrace), "the eviction's grace replaces the pod's 30 s (GP-4)")
+		Expect(kill.Scaled.Sub(term.Scaled)).To(BeNumerically(">=", maxGrace*time.Second), "soft eviction waits EvictionMaxPodGracePeriod (GP-7)")
+	})
+
+	It("PR-13: with preemption disabled a higher-priority pod waits instead of preempting", Label("PR-13", "PR"), func(ctx SpecContext) {
+		_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1), Kubelets: true, Scheduler: true, DisablePreemption: true})
+		for name, value := range map[string]int32{"low": 10, "high": 1000} {
+			_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		big := func(name, class string) *corev1.Pod {
+			p := simPod(name, nil)
+			p.Spec.PriorityClassName = class
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+			return p
+		}
+		pods := cs.CoreV1().Pods("default")
+		_, err := pods.Create(ctx, big("low", "low"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			p, err := pods.Get(ctx, "low", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Spec.NodeName
+		}).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+		_, err = pods.Create(ctx, big("high", "high"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(func() bool {
+			low, err := pods.Get(ctx, "low", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			high, err := pods.Get(ctx, "high", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return low.DeletionTimestamp == nil && high.Spec.NodeName == "" && high.Status.NominatedNodeName == ""
+		}).WithTimeout(3*time.Second).Should(BeTrue(), "no victim, no nomination, the preemptor stays pending")
+	})
+
+	It("PR-6: preemption victims get their graceful termination period", Label("PR-6", "PR"), func(ctx SpecContext) {
+		out, h := outcome(ctx, "priority")
+		expectJudgedOk(out, "GP-R", false)
+		victims := 0
+		for _, c := range h.API {
+			if c.Identity == apiserver.IdentityScheduler && c.Verb == "delete" && c.Resource == "pods" && c.Outcome == history.StatusOK {
+				victims++
+				Expect(c.GracePeriodSeconds == nil || *c.GracePeriodSeconds > 0).To(BeTrue(), "victim %s/%s deleted with grace 0", c.Namespace, c.Name)
+			}
+		}
+		Expect(victims).To(BeNumerically(">", 0), "the run preempted pods")
+	})
+
 	// TS-E: the worked examples of the topology spread documentation, on the
 	// real scheduler. Nodes carry the examples' own "zone" and "node" keys.
 	Describe("TS-E: the worked examples", Label("TS-E", "TS"), func() {
@@ -459,6 +546,21 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			// zone A holds 3, zone B 2: only zone B; node2 holds the fewest:
 			// only node2. No node is both.
 			Expect(place(ctx, three, []string{"node1", "node1", "node2", "node3", "node3"}, p)).To(BeEmpty())
+		})
+		It("TS-3: ScheduleAnyway still schedules where the skew would break, and prefers the domain that lowers it", Label("TS-3"), func(ctx SpecContext) {
+			anyway := constraint("zone")
+			anyway.WhenUnsatisfiable = corev1.ScheduleAnyway
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{anyway}
+			p.Spec.NodeSelector = map[string]string{"zone": "zoneA"}
+			Expect(place(ctx, four, []string{"node1", "node2", "node3"}, p)).To(BeElementOf("node1", "node2"), "placed in zone A although zone A then leads by 2")
+		})
+		It("TS-3: ScheduleAnyway prefers the zone with fewer matching pods", Label("TS-3"), func(ctx SpecContext) {
+			anyway := constraint("zone")
+			anyway.WhenUnsatisfiable = corev1.ScheduleAnyway
+			p := simPod("mypod", fooBar)
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{anyway}
+			Expect(place(ctx, four, []string{"node1", "node1", "node2", "node2", "node3"}, p)).To(BeElementOf("node3", "node4"))
 		})
 		It("a NotIn zone C node affinity leaves zone C out of the skew: zone B", func(ctx SpecContext) {
 			five := append(append([]cluster.NodeSpec{}, four...), node("node5", "zoneC"))
