@@ -76,8 +76,9 @@ bench: ## benchmarks (store, API, checker); compare runs with benchstat
 run: build ## the default short chaos suite on the embedded cluster
 	./$(BIN) test $(RUNFLAGS)
 
-chaos: build ## longer chaos runs: every nemesis for 5 minutes, 3 seeds
-	./$(BIN) test --workload register --nemesis partition --time-limit 5m --test-count 3
+CHAOS_TIME ?= 2m
+chaos: ## the chaos matrix (every workload under every kind of fault), CHAOS_TIME per cell
+	PODSAFE_CHAOS_TIME=$(CHAOS_TIME) $(GO) test -count=1 -timeout 0 ./specs/ -run TestSpecs -ginkgo.label-filter=chaos -ginkgo.v
 
 clean:
 	rm -rf bin
