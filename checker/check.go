@@ -44,6 +44,14 @@ func Catalog() []Info {
 		Name:        BackoffChecker,
 		Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
 		Guarantees:  backoffGuarantees,
+	}, {
+		Name:        PreemptionChecker,
+		Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else",
+		Guarantees:  preemptionGuarantees,
+	}, {
+		Name:        SpreadChecker,
+		Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
+		Guarantees:  spreadGuarantees,
 	}}
 }
 
@@ -53,8 +61,9 @@ func Catalog() []Info {
 // checker when it records storage writes, the grace-period checker when it
 // records TERM or KILL, the authority checker when the API history
 // records deletions of pods, the phases checker when the store events
-// record pods, and the restart back-off checker when the ledger records a
-// restart. It is bounded (see Options) and reads h without
+// record pods, the restart back-off checker when the ledger records a
+// restart, the preemption checker when the scheduler deleted a pod, and the
+// topology-spread checker when a recorded pod has spread constraints. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
 // result's Summary without changing the verdict. Combine the verdicts with
@@ -97,6 +106,12 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 	}
 	if boHasRestart(h.Ledger) {
 		results = append(results, CheckBackoff(ctx, h, opts))
+	}
+	if preemptApplies(h) {
+		results = append(results, CheckPreemption(ctx, h, opts))
+	}
+	if spreadApplies(h) {
+		results = append(results, CheckSpread(ctx, h, opts))
 	}
 	return results
 }

@@ -1,0 +1,739 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// PreemptionChecker names the preemption checker in results.
+const PreemptionChecker = "preemption"
+
+// preemptionGuarantees are the guarantees the preemption checker judges.
+var preemptionGuarantees = []string{"PR-4", "PR-8", "PR-9", "PR-10", "PR-12"}
+
+// preemptBatch is one preemption as the API history shows it: the
+// scheduler deletes the victims one by one (recording an Event on each),
+// then patches the preemptor's status.nominatedNodeName unless it already
+// named the node, and clears lower-priority nominations to the node.
+type preemptBatch struct {
+	deletes []history.APICall
+	patches []history.APICall
+	// td is when the scheduler had decided: the first deletion's invoke.
+	td int64
+	// upper bounds when the store changes the batch made are recorded: its
+	// last return plus recording slack.
+	upper int64
+	// upperRV is the largest resourceVersion a call of the batch answered
+	// with; 0 if none did.
+	upperRV uint64
+}
+
+// schedWrite reports a call of the scheduler that changes something.
+func schedWrite(c history.APICall) bool {
+	return c.Identity == identityScheduler && c.Verb != "get" && c.Verb != "list" && c.Verb != "watch"
+}
+
+// preemptBatches groups the scheduler's victim deletions into preemptions.
+// The scheduler runs one cycle at a time, so one preemption's calls are
+// contiguous: deletions and Events, then status patches; a deletion after a
+// patch or a binding starts the next. Two preemptions that patch nothing
+// may merge into one batch; the checks below take every victim's node on
+// its own, so a merged batch is judged as the two would be.
+func preemptBatches(h *history.History) []preemptBatch {
+	var out []preemptBatch
+	var cur *preemptBatch
+	closeAt := func() {
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	for _, c := range h.API {
+		if !schedWrite(c) {
+			continue
+		}
+		switch {
+		case c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "delete":
+			if cur != nil && len(cur.patches) > 0 {
+				closeAt()
+			}
+			if cur == nil {
+				cur = &preemptBatch{td: c.Invoke, upper: math.MinInt64}
+			}
+			cur.deletes = append(cur.deletes, c)
+		case c.Group == "" && c.Resource == "events":
+			continue
+		case c.Group == "" && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch":
+			if cur == nil {
+				continue
+			}
+			cur.patches = append(cur.patches, c)
+		default:
+			closeAt()
+			continue
+		}
+		if rv, err := strconv.ParseUint(c.ResourceVersion, 10, 64); err == nil && c.Outcome == history.StatusOK {
+			cur.upperRV = max(cur.upperRV, rv)
+		}
+		ret := c.Return
+		if ret == math.MaxInt64 || c.Outcome == history.StatusUnknown {
+			ret = h.End
+		}
+		cur.upper = max(cur.upper, ret+int64(schedRecordSlack))
+	}
+	closeAt()
+	return out
+}
+
+// preemptPod gathers what the window shows of one pod UID.
+type preemptPod struct {
+	pod *schedPod
+	// pending: unbound and not being deleted in some state of the window.
+	pending bool
+	// nominated lists the nodes the store named in its nominatedNodeName
+	// from the window's start to the batch's end.
+	nominated map[string]bool
+	// anyNode: a status patch of the scheduler for the pod failed or has
+	// no known outcome, so it may hold a nomination the store never showed.
+	anyNode bool
+}
+
+// preemptVictim is one deleted pod as the window shows it.
+type preemptVictim struct {
+	call history.APICall
+	pod  *schedPod
+}
+
+// preemptCheck is one run of CheckPreemption.
+type preemptCheck struct {
+	h *history.History
+	r *schedReplay
+	// failedPatches lists, by pod key, the scheduler's status patches
+	// that failed or have no known outcome.
+	failedPatches map[string][]history.APICall
+	// excused counts victims' nodes left unjudged because a fault or the
+	// end of the run may have cut the scheduler off before its patch.
+	excused int
+	// noFitJudged counts victims' nodes whose preemptor was shown to fit
+	// nowhere else (PR-4 decidable and kept).
+	noFitJudged int
+}
+
+// preemptPatchGrace is how long after its first deletion a preemption's
+// nomination patch is surely sent by a running scheduler: the deletions
+// and Events of one preemption take milliseconds each.
+const preemptPatchGrace = 10 * time.Second
+
+// patchMayBeMissing reports whether the scheduler may have been stopped
+// between batch b's deletions and its nomination patch: a fault was under
+// way then, or the run ended soon after.
+func (pc *preemptCheck) patchMayBeMissing(b *preemptBatch) bool {
+	end := b.td + int64(preemptPatchGrace)
+	if end >= pc.h.End {
+		return true
+	}
+	for _, iv := range pc.h.Nemesis {
+		if iv.Start <= end && (!iv.Healed || iv.End >= b.td) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPreemption finds every preemption in the API history — the
+// scheduler's deletions of pods, grouped as preemptBatches describes — and
+// judges it against the cluster state rebuilt from the store events. The
+// preemptor candidates of a victim on node N are the pods the store showed
+// nominated to N (status.nominatedNodeName) between the window's start and
+// the end of the batch, and the pods whose status patch by the scheduler
+// failed or has no known outcome (a nomination the store may never have
+// shown). It checks that some candidate explains the victims of each node:
+//
+//   - PR-9: a victim's node is the node some candidate is nominated to;
+//   - PR-10: that candidate was pending (unbound, not being deleted) and
+//     every victim on the node has a strictly lower priority;
+//   - PR-12: its preemptionPolicy is not Never;
+//   - PR-8: with every pod of lower priority removed from N, the candidate
+//     fits there: its requests on top of the rest within N's allocatable,
+//     N not cordoned, its taints tolerated and its node affinity met;
+//   - PR-4: it fit on no node without preemption. A node counts as a
+//     sure fit only when it passes those node filters and holds the
+//     candidate's requests on top of every pod bound to it at any moment of
+//     the window plus every pod of at least the candidate's priority
+//     nominated to it; this part is not judged for candidates with
+//     DoNotSchedule spread constraints or inter-pod (anti-)affinity, nor
+//     while any pod of the cluster has inter-pod terms.
+//
+// The scheduler decides on informer caches that trail the store, so a
+// preemption is Illegal only when no candidate satisfies all of these in
+// any store state from schedWindowStart before the first deletion to the
+// deletion (node versions taken independently of pod states, as they come
+// from another watch); where the scheduler's view holds more than the store
+// (assumed and nominated pods), the checks use the lighter store state, so
+// they can only err towards Ok.
+//
+// PR-11 (lowest-priority victims and node choice) and PR-7 (PDB
+// preference) depend on the scheduler's bounded candidate search and the
+// budgets' status in its cache, which the history cannot pin down; they
+// are not judged. The result's Figures count preemptions, victims, and
+// victims that a PodDisruptionBudget with no disruptions allowed selected
+// when they were deleted (information only). CheckPreemption reads h
+// without changing it; it answers Unknown when ctx ends or opts.Timeout
+// passes, and never Illegal when the history notes lost store events.
+func CheckPreemption(ctx context.Context, h *history.History, opts Options) Result {
+	start := time.Now()
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	res := Result{Checker: PreemptionChecker, Guarantees: preemptionGuarantees}
+	finish := func(v Verdict, summary string) Result {
+		res.Verdict, res.Summary, res.Stats.Duration = v, summary, time.Since(start)
+		return res
+	}
+	batches := preemptBatches(h)
+	pc := &preemptCheck{h: h, r: newSchedReplay(h), failedPatches: map[string][]history.APICall{}}
+	for _, c := range h.API {
+		if schedWrite(c) && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch" && c.Outcome != history.StatusOK {
+			k := c.Namespace + "/" + c.Name
+			pc.failedPatches[k] = append(pc.failedPatches[k], c)
+		}
+	}
+	var illegal []Evidence
+	nIllegal, decodeErrs, victims, protected := 0, 0, 0, 0
+	keys := map[string]bool{}
+	for bi := range batches {
+		if ctx.Err() != nil {
+			return finish(Unknown, fmt.Sprintf("check cancelled after %s of %s: %v", count(bi, "preemption"), count(len(batches), "preemption"), context.Cause(ctx)))
+		}
+		b := &batches[bi]
+		for pc.r.next < len(pc.r.events) && (pc.r.times[pc.r.next] <= b.upper || pc.r.rvs[pc.r.next] <= b.upperRV) {
+			if _, _, err := pc.r.step(); err != nil {
+				decodeErrs++
+			}
+		}
+		res.Stats.Ops++
+		j := pc.judge(b)
+		victims += len(j.victims)
+		protected += j.protected
+		if j.unjudged {
+			continue
+		}
+		res.Stats.Checked++
+		for _, v := range j.victims {
+			keys[v.pod.key] = true
+		}
+		if j.evidence != nil {
+			nIllegal++
+			if len(illegal) < opts.maxEvidence() {
+				illegal = append(illegal, *j.evidence)
+			}
+		}
+	}
+	res.Stats.Keys = len(keys)
+	res.Figures = []Figure{
+		{Name: "preemptions", Value: float64(len(batches)), Unit: "count"},
+		{Name: "preemption victims", Value: float64(victims), Unit: "count"},
+		{Name: "victims selected by a PodDisruptionBudget with no disruptions allowed", Value: float64(protected), Unit: "count"},
+		{Name: "preemptions whose preemptor surely fit on no other node (PR-4 judged)", Value: float64(pc.noFitJudged), Unit: "count"},
+	}
+	if nIllegal > 0 {
+		if schedLostEvents(h) || decodeErrs > 0 {
+			return finish(Unknown, fmt.Sprintf("%s of %s look illegal, but store events were lost or did not decode, so the rebuilt state may be wrong", count(nIllegal, "preemption"), count(res.Stats.Checked, "judged preemption")))
+		}
+		res.Evidence = illegal
+		return finish(Illegal, fmt.Sprintf("%s of %s cannot be explained by any pending preemptor in any state the scheduler could have seen; first: %s",
+			count(nIllegal, "preemption"), count(res.Stats.Checked, "judged preemption"), illegal[0].Description))
+	}
+	if len(batches) == 0 {
+		return finish(Ok, "the scheduler preempted no pod")
+	}
+	unjudged := res.Stats.Ops - res.Stats.Checked
+	note := ""
+	if unjudged > 0 {
+		note = fmt.Sprintf("; %s left unjudged: no victim found in the store", count(unjudged, "preemption"))
+	}
+	if pc.excused > 0 {
+		note += fmt.Sprintf("; %s without any nomination excused: a fault or the run's end may have stopped the scheduler before its patch", count(pc.excused, "preemption"))
+	}
+	return finish(Ok, fmt.Sprintf("all %s (%s) had a pending preemptor of higher priority, not of policy Never, nominated to the victims' node, that their removal made fit there and that surely fit nowhere else (PR-4 where decidable, PR-8..PR-10, PR-12)%s",
+		count(res.Stats.Checked, "judged preemption"), count(victims, "victim"), note))
+}
+
+// preemptJudgment is the outcome of one batch.
+type preemptJudgment struct {
+	victims   []preemptVictim
+	protected int
+	unjudged  bool
+	evidence  *Evidence
+}
+
+// preemptWindowView is what the window shows: the states from the window's
+// start to the decision, and the later changes up to the batch's end.
+type preemptWindowView struct {
+	jmin, idxTd int
+	pods        map[string]*preemptPod // by UID
+	// nodeVersions lists each node's versions in the window; nodeGone
+	// marks nodes absent from some state of it.
+	nodeVersions map[string][]*schedNode
+	nodeGone     map[string]bool
+	// occupied[node][uid] and nominatedTo[node][uid]: the pods bound to,
+	// or pending and nominated to, the node in some state of the window.
+	occupied    map[string]map[string]*schedPod
+	nominatedTo map[string]map[string]*schedPod
+	podTerms    bool
+	stateAtTd   map[string]*schedPod
+}
+
+// view walks back from the replay's state (the batch's end) over the
+// window, collecting what preemptWindowView holds.
+func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
+	r := pc.r
+	wstart := schedWindowStart(pc.h, b.td)
+	v := &preemptWindowView{pods: map[string]*preemptPod{}, nodeVersions: map[string][]*schedNode{}, nodeGone: map[string]bool{},
+		occupied: map[string]map[string]*schedPod{}, nominatedTo: map[string]map[string]*schedPod{}}
+	// The decision's state: everything committed before the first
+	// deletion, by its resourceVersion when the answer gave one, else by
+	// time with the recording slack.
+	first := b.deletes[0]
+	if rv, err := strconv.ParseUint(first.ResourceVersion, 10, 64); err == nil && first.Outcome == history.StatusOK {
+		v.idxTd = r.firstFromRV(rv) - 1
+	} else {
+		v.idxTd = r.firstAtOrAfter(b.td+int64(schedRecordSlack)+1) - 1
+	}
+	v.idxTd = min(v.idxTd, r.next-1)
+	v.jmin = min(r.firstAtOrAfter(wstart), v.idxTd+1)
+	pods := make(map[string]*schedPod, len(r.state.pods))
+	for k, p := range r.state.pods {
+		pods[k] = p
+	}
+	nodes := make(map[string]*schedNode, len(r.state.nodes))
+	for k, n := range r.state.nodes {
+		nodes[k] = n
+	}
+	info := func(p *schedPod) *preemptPod {
+		pp := v.pods[p.uid]
+		if pp == nil {
+			pp = &preemptPod{pod: p, nominated: map[string]bool{}}
+			v.pods[p.uid] = pp
+		}
+		return pp
+	}
+	late := func(p *schedPod) {
+		if p != nil && p.nominated != "" {
+			info(p).nominated[p.nominated] = true
+		}
+	}
+	inWindow := func(p *schedPod) {
+		if p == nil {
+			return
+		}
+		pp := info(p)
+		pp.pod = p
+		if p.pending() {
+			pp.pending = true
+			if p.nominated != "" {
+				pp.nominated[p.nominated] = true
+				preemptAdd(v.nominatedTo, p.nominated, p)
+			}
+		}
+		if p.occupies() {
+			preemptAdd(v.occupied, p.node, p)
+			if p.hasPodAffinityTerms {
+				v.podTerms = true
+			}
+		}
+	}
+	for k := r.next - 1; k > v.idxTd; k-- {
+		c := &r.changes[k]
+		switch c.kind {
+		case schedPods:
+			// A nomination after the decision is this batch's only when
+			// its calls' answers reach that far.
+			if b.upperRV == 0 || r.rvs[k] <= b.upperRV {
+				late(c.podAfter)
+			}
+			schedSetOrDelete(pods, c.key, c.podBefore)
+		case schedNodes:
+			schedSetOrDelete(nodes, c.key, c.nodeBefore)
+		}
+	}
+	v.stateAtTd = make(map[string]*schedPod, len(pods))
+	for k, p := range pods {
+		v.stateAtTd[k] = p
+		inWindow(p)
+	}
+	for name, n := range nodes {
+		v.nodeVersions[name] = []*schedNode{n}
+	}
+	for k := v.idxTd; k >= v.jmin; k-- {
+		c := &r.changes[k]
+		switch c.kind {
+		case schedPods:
+			inWindow(c.podBefore)
+		case schedNodes:
+			if c.nodeBefore == nil {
+				v.nodeGone[c.key] = true
+				continue
+			}
+			vs := v.nodeVersions[c.key]
+			if len(vs) == 0 {
+				v.nodeGone[c.key] = true
+			}
+			if len(vs) == 0 || !vs[len(vs)-1].sameForScheduling(c.nodeBefore) {
+				v.nodeVersions[c.key] = append(vs, c.nodeBefore)
+			}
+		}
+	}
+	for key, calls := range pc.failedPatches {
+		for _, c := range calls {
+			if c.Invoke > b.upper {
+				break
+			}
+			for _, pp := range v.pods {
+				if pp.pod.key == key {
+					pp.anyNode = true
+				}
+			}
+		}
+	}
+	return v
+}
+
+func preemptAdd(m map[string]map[string]*schedPod, node string, p *schedPod) {
+	s := m[node]
+	if s == nil {
+		s = map[string]*schedPod{}
+		m[node] = s
+	}
+	s[p.uid] = p
+}
+
+func schedSetOrDelete[T any](m map[string]*T, key string, v *T) {
+	if v == nil {
+		delete(m, key)
+	} else {
+		m[key] = v
+	}
+}
+
+// judge decides one batch; the replay stands at the batch's end.
+func (pc *preemptCheck) judge(b *preemptBatch) preemptJudgment {
+	v := pc.view(b)
+	var j preemptJudgment
+	// Victims: the pod of each deletion, by the UID the response named,
+	// else every pod of that name the window saw bound.
+	byNode := map[string][]preemptVictim{}
+	var nodes []string
+	for _, c := range b.deletes {
+		key := c.Namespace + "/" + c.Name
+		var found *schedPod
+		for _, pp := range v.pods {
+			p := pp.pod
+			if p.key != key || (c.UID != "" && p.uid != c.UID) {
+				continue
+			}
+			if occ := v.occupiedVersion(p.uid); occ != nil && (found == nil || occ.priority < found.priority) {
+				found = occ
+			}
+		}
+		if found == nil {
+			continue
+		}
+		vic := preemptVictim{call: c, pod: found}
+		j.victims = append(j.victims, vic)
+		if byNode[found.node] == nil {
+			nodes = append(nodes, found.node)
+		}
+		byNode[found.node] = append(byNode[found.node], vic)
+		if pc.protectedByPDB(found) {
+			j.protected++
+		}
+	}
+	if len(j.victims) == 0 {
+		j.unjudged = true
+		return j
+	}
+	sort.Strings(nodes)
+	for _, node := range nodes {
+		if ev := pc.judgeNode(b, v, node, byNode[node]); ev != nil {
+			j.evidence = ev
+			return j
+		}
+	}
+	return j
+}
+
+// occupiedVersion returns a version of the pod bound to a node in the
+// window.
+func (v *preemptWindowView) occupiedVersion(uid string) *schedPod {
+	for _, s := range v.occupied {
+		if p, ok := s[uid]; ok {
+			return p
+		}
+	}
+	return nil
+}
+
+func (pc *preemptCheck) protectedByPDB(p *schedPod) bool {
+	for _, pdb := range pc.r.state.pdbs {
+		if pdb.namespace == p.namespace && pdb.allowed <= 0 && pdb.selector.Matches(p.labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeNode checks the victims on one node; nil when some candidate
+// explains them.
+func (pc *preemptCheck) judgeNode(b *preemptBatch, v *preemptWindowView, node string, victims []preemptVictim) *Evidence {
+	var cands, elsewhere []*preemptPod
+	for _, pp := range v.pods {
+		switch {
+		case pp.nominated[node] || pp.anyNode:
+			cands = append(cands, pp)
+		case len(pp.nominated) > 0:
+			elsewhere = append(elsewhere, pp)
+		}
+	}
+	sort.Slice(cands, func(a, c int) bool { return cands[a].pod.key < cands[c].pod.key })
+	ev := func(rule, why string) *Evidence {
+		var calls []history.APICall
+		var vs []string
+		for _, vic := range victims {
+			calls = append(calls, vic.call)
+			vs = append(vs, vic.pod.ref())
+		}
+		calls = append(calls, b.patches...)
+		return &Evidence{Key: victims[0].pod.key, API: calls,
+			Description: fmt.Sprintf("%s: the scheduler deleted %s on node %s at %s; %s", rule, strings.Join(vs, ", "), node, nanos(b.td), why)}
+	}
+	if len(cands) == 0 && pc.patchMayBeMissing(b) {
+		// The scheduler may have died or stopped between the deletions and
+		// its nomination patch, which then never reached the API.
+		pc.excused++
+		return nil
+	}
+	if len(cands) == 0 {
+		if len(elsewhere) > 0 {
+			var names []string
+			for _, pp := range elsewhere {
+				for n := range pp.nominated {
+					names = append(names, fmt.Sprintf("%s→%s", pp.pod.key, n))
+				}
+			}
+			sort.Strings(names)
+			return ev("PR-9", fmt.Sprintf("no pod was nominated to %s, only to other nodes (%s): the victims are not on the preemptor's node", node, strings.Join(names, ", ")))
+		}
+		return ev("PR-10", fmt.Sprintf("no pod was nominated to %s in the store from %s to %s and no nomination patch failed: there is no preemptor", node, nanos(max(0, pc.r.times[max(v.jmin-1, 0)])), nanos(b.upper)))
+	}
+	names := func(ps []*preemptPod) string {
+		out := make([]string, len(ps))
+		for i, pp := range ps {
+			out[i] = pp.pod.ref()
+		}
+		return strings.Join(out, ", ")
+	}
+	var pending []*preemptPod
+	for _, pp := range cands {
+		if pp.pending {
+			pending = append(pending, pp)
+		}
+	}
+	if len(pending) == 0 {
+		return ev("PR-10", fmt.Sprintf("no candidate preemptor (%s) was pending (unbound, not being deleted) in any state of the window", names(cands)))
+	}
+	var policy []*preemptPod
+	for _, pp := range pending {
+		if !pp.pod.preemptNever {
+			policy = append(policy, pp)
+		}
+	}
+	if len(policy) == 0 {
+		return ev("PR-12", fmt.Sprintf("every pending candidate preemptor (%s) has preemptionPolicy Never", names(pending)))
+	}
+	var higher []*preemptPod
+	for _, pp := range policy {
+		ok := true
+		for _, vic := range victims {
+			if vic.pod.priority >= pp.pod.priority {
+				ok = false
+			}
+		}
+		if ok {
+			higher = append(higher, pp)
+		}
+	}
+	if len(higher) == 0 {
+		return ev("PR-10", fmt.Sprintf("a victim's priority is not strictly lower than that of any pending candidate preemptor (%s)", names(policy)))
+	}
+	var room []*preemptPod
+	var roomWhy []string
+	for _, pp := range higher {
+		if ok, why := pc.fitsAfterRemoval(v, node, pp.pod); ok {
+			room = append(room, pp)
+		} else {
+			roomWhy = append(roomWhy, why)
+		}
+	}
+	if len(room) == 0 {
+		return ev("PR-8", fmt.Sprintf("removing every lower-priority pod from %s makes no candidate fit in any state of the window: %s", node, strings.Join(roomWhy, "; ")))
+	}
+	var fitWhy []string
+	for _, pp := range room {
+		m, judged := v.sureFit(pp)
+		if !judged {
+			return nil
+		}
+		if m == "" {
+			pc.noFitJudged++
+			return nil
+		}
+		fitWhy = append(fitWhy, fmt.Sprintf("%s fit on node %s without preemption", pp.pod.key, m))
+	}
+	return ev("PR-4", fmt.Sprintf("every candidate preemptor fit elsewhere in every state of the window: %s", strings.Join(fitWhy, "; ")))
+}
+
+// fitsAfterRemoval reports whether some state of the window and some
+// version of node has room for p once every pod of lower priority is gone.
+func (pc *preemptCheck) fitsAfterRemoval(v *preemptWindowView, node string, p *schedPod) (bool, string) {
+	versions := v.nodeVersions[node]
+	var usable []*schedNode
+	for _, n := range versions {
+		if p.passesNodeFilters(n) {
+			usable = append(usable, n)
+		}
+	}
+	if len(usable) == 0 {
+		return false, fmt.Sprintf("%s does not pass node %s's cordon, taints or affinity (or the node is gone)", p.key, node)
+	}
+	// Walk the window's states: only pods on node matter.
+	r := pc.r
+	on := map[string]*schedPod{}
+	for _, q := range v.stateAtTd {
+		if q.node == node {
+			on[q.key] = q
+		}
+	}
+	// least is the smallest use of each resource over the states.
+	least := schedRes{milliCPU: math.MaxInt64, memory: math.MaxInt64, pods: math.MaxInt64}
+	check := func() bool {
+		var used schedRes
+		for _, q := range on {
+			if q.occupies() && q.priority >= p.priority && q.uid != p.uid {
+				used.add(q.requests)
+			}
+		}
+		least = schedRes{milliCPU: min(least.milliCPU, used.milliCPU), memory: min(least.memory, used.memory), pods: min(least.pods, used.pods)}
+		for _, n := range usable {
+			if p.requests.fits(used, n.alloc) {
+				return true
+			}
+		}
+		return false
+	}
+	if check() {
+		return true, ""
+	}
+	for k := v.idxTd; k >= v.jmin; k-- {
+		c := &r.changes[k]
+		if c.kind != schedPods {
+			continue
+		}
+		touched := false
+		if c.podAfter != nil && c.podAfter.node == node {
+			delete(on, c.key)
+			touched = true
+		}
+		if c.podBefore != nil && c.podBefore.node == node {
+			on[c.key] = c.podBefore
+			touched = true
+		}
+		if touched && check() {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("%s requests %s, pods of at least its priority on %s use at least %s of allocatable %s", p.ref(), p.requests, node, least, usable[0].alloc)
+}
+
+// sureFit returns a node where p surely fit without preemption throughout
+// the window, "" if none; judged is false when the history cannot tell
+// (inter-pod terms, hard spread constraints).
+func (v *preemptWindowView) sureFit(pp *preemptPod) (node string, judged bool) {
+	p := pp.pod
+	if v.podTerms || p.hasPodAffinityTerms {
+		return "", false
+	}
+	for _, c := range p.spread {
+		if c.WhenUnsatisfiable == "" || c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return "", false
+		}
+	}
+	var anyNode []*schedPod
+	for _, q := range v.pods {
+		if q.anyNode && q.pending && q.pod.uid != p.uid && q.pod.priority >= p.priority {
+			anyNode = append(anyNode, q.pod)
+		}
+	}
+	names := make([]string, 0, len(v.nodeVersions))
+	for name := range v.nodeVersions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v.nodeGone[name] {
+			continue
+		}
+		ok := true
+		for _, n := range v.nodeVersions[name] {
+			if !p.passesNodeFilters(n) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		var load schedRes
+		for uid, q := range v.occupied[name] {
+			if uid != p.uid {
+				load.add(q.requests)
+			}
+		}
+		for uid, q := range v.nominatedTo[name] {
+			if uid != p.uid && q.priority >= p.priority {
+				load.add(q.requests)
+			}
+		}
+		for _, q := range anyNode {
+			load.add(q.requests)
+		}
+		fits := true
+		for _, n := range v.nodeVersions[name] {
+			if !p.requests.fits(load, n.alloc) {
+				fits = false
+			}
+		}
+		if fits {
+			return name, true
+		}
+	}
+	return "", true
+}
+
+// preemptApplies reports whether h holds anything CheckPreemption judges:
+// a deletion of a pod by the scheduler.
+func preemptApplies(h *history.History) bool {
+	for _, c := range h.API {
+		if schedWrite(c) && c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "delete" {
+			return true
+		}
+	}
+	return false
+}

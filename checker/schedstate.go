@@ -1,0 +1,677 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// identityScheduler is the API identity of podsafe's scheduler: it binds
+// pods, nominates preemptors and deletes preemption victims.
+const identityScheduler = "scheduler"
+
+// schedRes is an amount of the resources the scheduler accounts for.
+type schedRes struct {
+	milliCPU, memory, pods int64
+}
+
+func (r *schedRes) add(o schedRes) {
+	r.milliCPU += o.milliCPU
+	r.memory += o.memory
+	r.pods += o.pods
+}
+
+// fits reports whether r fits on top of used within alloc, as the
+// scheduler's resource filter decides it: pods always, CPU and memory only
+// when requested.
+func (r schedRes) fits(used, alloc schedRes) bool {
+	if used.pods+r.pods > alloc.pods {
+		return false
+	}
+	if r.milliCPU > 0 && used.milliCPU+r.milliCPU > alloc.milliCPU {
+		return false
+	}
+	return r.memory <= 0 || used.memory+r.memory <= alloc.memory
+}
+
+func (r schedRes) String() string {
+	return fmt.Sprintf("cpu %dm, memory %d, pods %d", r.milliCPU, r.memory, r.pods)
+}
+
+func schedResOf(l corev1.ResourceList) schedRes {
+	var r schedRes
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.milliCPU = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.memory = q.Value()
+	}
+	if q, ok := l[corev1.ResourcePods]; ok {
+		r.pods = q.Value()
+	}
+	return r
+}
+
+// schedPod is the part of one version of a pod that scheduling depends on.
+// Versions are immutable once decoded and shared between states.
+type schedPod struct {
+	key                 string // namespace/name
+	uid                 string
+	namespace, name     string
+	labels              labels.Set
+	priority            int32
+	preemptNever        bool
+	requests            schedRes
+	node, nominated     string
+	deleting            bool
+	phase               corev1.PodPhase
+	owner               string // Kind/name of the controller, "" if none
+	created             string
+	spread              []corev1.TopologySpreadConstraint
+	nodeSelector        map[string]string
+	affinity            *corev1.Affinity
+	tolerations         []corev1.Toleration
+	hasPodAffinityTerms bool
+}
+
+// terminal reports a pod that finished: it holds nothing on its node.
+func (p *schedPod) terminal() bool {
+	return p.phase == corev1.PodSucceeded || p.phase == corev1.PodFailed
+}
+
+// pending reports a pod the scheduler would still place: unbound, not being
+// deleted, not finished.
+func (p *schedPod) pending() bool {
+	return p != nil && p.node == "" && !p.deleting && !p.terminal()
+}
+
+// occupies reports whether the scheduler counts the pod's requests on its
+// node: bound and not finished (terminating pods still hold their room).
+func (p *schedPod) occupies() bool {
+	return p != nil && p.node != "" && !p.terminal()
+}
+
+func (p *schedPod) ref() string {
+	return fmt.Sprintf("%s (uid %s, priority %d)", p.key, p.uid, p.priority)
+}
+
+// requiredNodeMatch reports whether the node passes the pod's nodeSelector
+// and required node affinity.
+func (p *schedPod) requiredNodeMatch(n *schedNode) bool {
+	for k, v := range p.nodeSelector {
+		if got, ok := n.labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	if p.affinity == nil || p.affinity.NodeAffinity == nil || p.affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	terms := p.affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		if schedTermMatches(&terms[i], n) {
+			return true
+		}
+	}
+	return false
+}
+
+// schedTermMatches evaluates one node selector term (its expressions and
+// fields ANDed); an empty term matches nothing, as in Kubernetes.
+func schedTermMatches(t *corev1.NodeSelectorTerm, n *schedNode) bool {
+	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+		return false
+	}
+	for _, r := range t.MatchExpressions {
+		if !schedRequirement(r, n.labels) {
+			return false
+		}
+	}
+	for _, r := range t.MatchFields {
+		if r.Key != "metadata.name" || !schedRequirement(r, labels.Set{"metadata.name": n.name}) {
+			return false
+		}
+	}
+	return true
+}
+
+func schedRequirement(r corev1.NodeSelectorRequirement, set labels.Set) bool {
+	v, has := set[r.Key]
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		return has && schedContains(r.Values, v)
+	case corev1.NodeSelectorOpNotIn:
+		return !has || !schedContains(r.Values, v)
+	case corev1.NodeSelectorOpExists:
+		return has
+	case corev1.NodeSelectorOpDoesNotExist:
+		return !has
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if !has || len(r.Values) != 1 {
+			return false
+		}
+		a, err1 := strconv.ParseInt(v, 10, 64)
+		b, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if r.Operator == corev1.NodeSelectorOpGt {
+			return a > b
+		}
+		return a < b
+	}
+	return false
+}
+
+func schedContains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// toleratesSchedulingTaints reports whether the pod tolerates every
+// NoSchedule and NoExecute taint of the node.
+func (p *schedPod) toleratesSchedulingTaints(n *schedNode) bool {
+	for i := range n.taints {
+		t := &n.taints[i]
+		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if !schedTolerated(p.tolerations, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func schedTolerated(tols []corev1.Toleration, t *corev1.Taint) bool {
+	for i := range tols {
+		if tols[i].ToleratesTaint(klog.Background(), t, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// passesNodeFilters reports whether the node passes the scheduler's filters
+// that do not depend on other pods: cordon, taints, node affinity.
+func (p *schedPod) passesNodeFilters(n *schedNode) bool {
+	if n.unschedulable && !schedTolerated(p.tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+		return false
+	}
+	return p.toleratesSchedulingTaints(n) && p.requiredNodeMatch(n)
+}
+
+// schedNode is the part of one version of a node that scheduling depends on.
+type schedNode struct {
+	name          string
+	labels        labels.Set
+	taints        []corev1.Taint
+	unschedulable bool
+	alloc         schedRes
+}
+
+// sameForScheduling reports whether two versions of a node schedule alike
+// (a heart-beat changes neither).
+func (n *schedNode) sameForScheduling(o *schedNode) bool {
+	if n == nil || o == nil {
+		return n == o
+	}
+	if n.unschedulable != o.unschedulable || n.alloc != o.alloc || len(n.labels) != len(o.labels) || len(n.taints) != len(o.taints) {
+		return false
+	}
+	for k, v := range n.labels {
+		if w, ok := o.labels[k]; !ok || w != v {
+			return false
+		}
+	}
+	for i := range n.taints {
+		if n.taints[i].Key != o.taints[i].Key || n.taints[i].Value != o.taints[i].Value || n.taints[i].Effect != o.taints[i].Effect {
+			return false
+		}
+	}
+	return true
+}
+
+// schedPDB is a PodDisruptionBudget.
+type schedPDB struct {
+	namespace, name string
+	selector        labels.Selector
+	allowed         int32
+}
+
+// schedClass is a PriorityClass.
+type schedClass struct {
+	value        int32
+	preemptNever bool
+}
+
+// schedKind says which kind of object a store event changed.
+type schedKind uint8
+
+const (
+	schedOther schedKind = iota
+	schedPods
+	schedNodes
+	schedPDBs
+	schedClasses
+)
+
+func schedKindOf(resource string) schedKind {
+	base, _, _ := strings.Cut(resource, ".")
+	switch base {
+	case "pods":
+		return schedPods
+	case "nodes":
+		return schedNodes
+	case "poddisruptionbudgets":
+		return schedPDBs
+	case "priorityclasses":
+		return schedClasses
+	}
+	return schedOther
+}
+
+// schedChange is one applied store event: which object, and its version
+// before and after (nil when absent), so a walk back in time can undo it.
+type schedChange struct {
+	kind schedKind
+	// idx is the event's index in the replay order; t its recorder time.
+	idx int
+	t   int64
+	key string
+	// The pair for kind is set.
+	podBefore, podAfter   *schedPod
+	nodeBefore, nodeAfter *schedNode
+}
+
+// binding reports a change that binds a pending pod to a node.
+func (c *schedChange) binding() bool {
+	return c.kind == schedPods && c.podBefore != nil && c.podAfter != nil &&
+		c.podBefore.uid == c.podAfter.uid && c.podBefore.node == "" && c.podAfter.node != ""
+}
+
+// schedState is the cluster as the store holds it after some prefix of the
+// store events. apply changes it in place, one event at a time.
+type schedState struct {
+	nodes   map[string]*schedNode
+	pods    map[string]*schedPod
+	byNode  map[string]map[string]*schedPod // bound pods per node, by key
+	byNS    map[string]map[string]*schedPod // every pod per namespace, by key
+	pdbs    map[string]*schedPDB
+	classes map[string]schedClass
+	// nominated holds every node each pod UID was ever nominated to in
+	// the store up to now.
+	nominated map[string]map[string]bool
+	// nodeGen grows whenever a node changes in a way the scheduler reads.
+	nodeGen uint64
+}
+
+func newSchedState() *schedState {
+	return &schedState{nodes: map[string]*schedNode{}, pods: map[string]*schedPod{},
+		byNode: map[string]map[string]*schedPod{}, byNS: map[string]map[string]*schedPod{},
+		pdbs: map[string]*schedPDB{}, classes: map[string]schedClass{}, nominated: map[string]map[string]bool{}}
+}
+
+// apply changes the state by one store event and returns the change. An
+// event whose object does not decode is an error; the state is unchanged.
+func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) {
+	ch := schedChange{kind: schedKindOf(ev.Resource), idx: idx, t: ev.T, key: ev.Name}
+	if ev.Namespace != "" {
+		ch.key = ev.Namespace + "/" + ev.Name
+	}
+	deleted := ev.Type == history.StoreDeleted
+	switch ch.kind {
+	case schedPods:
+		var p *schedPod
+		if !deleted {
+			var err error
+			if p, err = decodeSchedPod(ev.Object); err != nil {
+				return ch, fmt.Errorf("store event rv %s of pod %s: %w", ev.RV, ch.key, err)
+			}
+		}
+		ch.podBefore, ch.podAfter = s.pods[ch.key], p
+		s.setPod(ch.key, ch.podBefore, p)
+	case schedNodes:
+		var n *schedNode
+		if !deleted {
+			var err error
+			if n, err = decodeSchedNode(ev.Object); err != nil {
+				return ch, fmt.Errorf("store event rv %s of node %s: %w", ev.RV, ch.key, err)
+			}
+		}
+		ch.nodeBefore, ch.nodeAfter = s.nodes[ch.key], n
+		if !ch.nodeBefore.sameForScheduling(n) {
+			s.nodeGen++
+		}
+		if n == nil {
+			delete(s.nodes, ch.key)
+		} else {
+			s.nodes[ch.key] = n
+		}
+	case schedPDBs:
+		if deleted {
+			delete(s.pdbs, ch.key)
+			break
+		}
+		pdb, err := decodeSchedPDB(ev.Object)
+		if err != nil {
+			return ch, fmt.Errorf("store event rv %s of PodDisruptionBudget %s: %w", ev.RV, ch.key, err)
+		}
+		s.pdbs[ch.key] = pdb
+	case schedClasses:
+		if deleted {
+			delete(s.classes, ch.key)
+			break
+		}
+		var pc struct {
+			Value            int32   `json:"value"`
+			PreemptionPolicy *string `json:"preemptionPolicy"`
+		}
+		if err := json.Unmarshal(ev.Object, &pc); err != nil {
+			return ch, fmt.Errorf("store event rv %s of PriorityClass %s: %w", ev.RV, ch.key, err)
+		}
+		s.classes[ch.key] = schedClass{value: pc.Value,
+			preemptNever: pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == string(corev1.PreemptNever)}
+	}
+	return ch, nil
+}
+
+func (s *schedState) setPod(key string, old, p *schedPod) {
+	if old != nil && old.node != "" {
+		if m := s.byNode[old.node]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(s.byNode, old.node)
+			}
+		}
+	}
+	if p == nil {
+		delete(s.pods, key)
+		if old != nil {
+			delete(s.byNS[old.namespace], key)
+		}
+		return
+	}
+	s.pods[key] = p
+	ns := s.byNS[p.namespace]
+	if ns == nil {
+		ns = map[string]*schedPod{}
+		s.byNS[p.namespace] = ns
+	}
+	ns[key] = p
+	if p.node != "" {
+		m := s.byNode[p.node]
+		if m == nil {
+			m = map[string]*schedPod{}
+			s.byNode[p.node] = m
+		}
+		m[key] = p
+	}
+	if p.nominated != "" {
+		m := s.nominated[p.uid]
+		if m == nil {
+			m = map[string]bool{}
+			s.nominated[p.uid] = m
+		}
+		m[p.nominated] = true
+	}
+}
+
+// schedPodJSON decodes only the fields of a pod that scheduling reads.
+type schedPodJSON struct {
+	Metadata struct {
+		Name              string                  `json:"name"`
+		Namespace         string                  `json:"namespace"`
+		UID               string                  `json:"uid"`
+		Labels            map[string]string       `json:"labels"`
+		DeletionTimestamp *string                 `json:"deletionTimestamp"`
+		CreationTimestamp string                  `json:"creationTimestamp"`
+		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName                  string                            `json:"nodeName"`
+		Priority                  *int32                            `json:"priority"`
+		PreemptionPolicy          *string                           `json:"preemptionPolicy"`
+		NodeSelector              map[string]string                 `json:"nodeSelector"`
+		Affinity                  *corev1.Affinity                  `json:"affinity"`
+		Tolerations               []corev1.Toleration               `json:"tolerations"`
+		TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
+		Containers                []schedContainerJSON              `json:"containers"`
+		InitContainers            []schedContainerJSON              `json:"initContainers"`
+		Overhead                  corev1.ResourceList               `json:"overhead"`
+	} `json:"spec"`
+	Status struct {
+		Phase             corev1.PodPhase `json:"phase"`
+		NominatedNodeName string          `json:"nominatedNodeName"`
+	} `json:"status"`
+}
+
+type schedContainerJSON struct {
+	Resources struct {
+		Requests corev1.ResourceList `json:"requests"`
+	} `json:"resources"`
+}
+
+func decodeSchedPod(raw []byte) (*schedPod, error) {
+	var j schedPodJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, err
+	}
+	m, sp := &j.Metadata, &j.Spec
+	p := &schedPod{key: m.Namespace + "/" + m.Name, uid: m.UID, namespace: m.Namespace, name: m.Name,
+		labels: m.Labels, node: sp.NodeName, nominated: j.Status.NominatedNodeName,
+		deleting: m.DeletionTimestamp != nil, phase: j.Status.Phase, created: m.CreationTimestamp,
+		spread: sp.TopologySpreadConstraints, nodeSelector: sp.NodeSelector, affinity: sp.Affinity,
+		tolerations:  sp.Tolerations,
+		preemptNever: sp.PreemptionPolicy != nil && *sp.PreemptionPolicy == string(corev1.PreemptNever)}
+	if sp.Priority != nil {
+		p.priority = *sp.Priority
+	}
+	for _, ref := range m.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			p.owner = ref.Kind + "/" + ref.Name
+		}
+	}
+	if a := sp.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		p.hasPodAffinityTerms = true
+	}
+	for _, c := range sp.Containers {
+		p.requests.add(schedResOf(c.Resources.Requests))
+	}
+	for _, c := range sp.InitContainers {
+		ic := schedResOf(c.Resources.Requests)
+		p.requests.milliCPU = max(p.requests.milliCPU, ic.milliCPU)
+		p.requests.memory = max(p.requests.memory, ic.memory)
+	}
+	p.requests.add(schedResOf(sp.Overhead))
+	p.requests.pods = 1
+	return p, nil
+}
+
+func decodeSchedNode(raw []byte) (*schedNode, error) {
+	var j struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Unschedulable bool           `json:"unschedulable"`
+			Taints        []corev1.Taint `json:"taints"`
+		} `json:"spec"`
+		Status struct {
+			Allocatable corev1.ResourceList `json:"allocatable"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, err
+	}
+	return &schedNode{name: j.Metadata.Name, labels: j.Metadata.Labels, taints: j.Spec.Taints,
+		unschedulable: j.Spec.Unschedulable, alloc: schedResOf(j.Status.Allocatable)}, nil
+}
+
+func decodeSchedPDB(raw []byte) (*schedPDB, error) {
+	var j struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Spec struct {
+			Selector *metav1.LabelSelector `json:"selector"`
+		} `json:"spec"`
+		Status struct {
+			DisruptionsAllowed int32 `json:"disruptionsAllowed"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, err
+	}
+	pdb := &schedPDB{namespace: j.Metadata.Namespace, name: j.Metadata.Name, allowed: j.Status.DisruptionsAllowed,
+		selector: labels.Nothing()}
+	if j.Spec.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil {
+			pdb.selector = sel
+		}
+	}
+	return pdb, nil
+}
+
+// schedReplay replays a history's store events in commit order, keeping
+// every change so that checkers can look back from any event over a window
+// of earlier states without replaying from the start.
+type schedReplay struct {
+	events []history.StoreEvent
+	// times[i] is the largest recorder time among events[:i+1]: the events
+	// are in commit (resourceVersion) order, and one resource's recording
+	// may trail another's a little, so times are made monotonic for window
+	// searches.
+	times []int64
+	// rvs[i] is events[i]'s resourceVersion.
+	rvs     []uint64
+	state   *schedState
+	changes []schedChange
+	next    int
+}
+
+// newSchedReplay orders h's store events of pods, nodes, budgets and
+// priority classes by resourceVersion (the store's commit order; each
+// resource is recorded by its own watch, so the history's order
+// interleaves them loosely) and starts from the empty state.
+func newSchedReplay(h *history.History) *schedReplay {
+	evs := make([]history.StoreEvent, 0, len(h.Store))
+	for _, ev := range h.Store {
+		if schedKindOf(ev.Resource) != schedOther {
+			evs = append(evs, ev)
+		}
+	}
+	rv := func(e history.StoreEvent) uint64 {
+		n, err := strconv.ParseUint(e.RV, 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return rv(evs[i]) < rv(evs[j]) })
+	r := &schedReplay{events: evs, times: make([]int64, len(evs)), rvs: make([]uint64, len(evs)),
+		state: newSchedState(), changes: make([]schedChange, 0, len(evs))}
+	var hi int64
+	for i, ev := range evs {
+		hi = max(hi, ev.T)
+		r.times[i] = hi
+		r.rvs[i] = rv(ev)
+	}
+	return r
+}
+
+// step applies the next event and returns its change; false when none is
+// left. A change that did not decode is kept as an empty change, so that
+// indexes stay aligned, and returned with the error.
+func (r *schedReplay) step() (*schedChange, bool, error) {
+	if r.next >= len(r.events) {
+		return nil, false, nil
+	}
+	i := r.next
+	r.next++
+	ch, err := r.state.apply(r.events[i], i)
+	if err != nil {
+		ch = schedChange{kind: schedOther, idx: i, t: r.events[i].T}
+	}
+	r.changes = append(r.changes, ch)
+	return &r.changes[i], true, err
+}
+
+// firstFromRV returns the index of the first event of resourceVersion rv
+// or later.
+func (r *schedReplay) firstFromRV(rv uint64) int {
+	return sort.Search(len(r.rvs), func(i int) bool { return r.rvs[i] >= rv })
+}
+
+// firstAtOrAfter returns the index of the first event recorded at or after
+// t.
+func (r *schedReplay) firstAtOrAfter(t int64) int {
+	return sort.Search(len(r.times), func(i int) bool { return r.times[i] >= t })
+}
+
+// schedLostEvents reports whether the history notes store events that were
+// lost (the recorder's watch fell behind compaction): the replayed state
+// may then be wrong, and nothing may be called Illegal from it.
+func schedLostEvents(h *history.History) bool {
+	for _, l := range h.Logs {
+		if l.Msg == "store events lost" && schedKindOf(l.Attrs["resource"]) != schedOther {
+			return true
+		}
+	}
+	return false
+}
+
+// schedViewLag bounds how far the scheduler's view may trail the store in a
+// healthy cluster. The scheduler decides on its informer caches (one watch
+// per resource, fed from the API server's watch cache) plus the pods it
+// has assumed; one scheduling cycle takes milliseconds and a watch delivers
+// in milliseconds, a few hundred on a loaded two-core machine. Five seconds
+// is generous: a longer window only lets more states excuse a decision.
+const schedViewLag = 5 * time.Second
+
+// schedRecordSlack is how long after its commit a store change may be
+// recorded: each resource is recorded by its own watch, so the recorder
+// time of a change can trail the moment components saw it. Windows reach
+// this much further back, and a decision's own moment this much further
+// forward when no resourceVersion pins it.
+const schedRecordSlack = time.Second
+
+// schedRecoveryLag is how long after a fault heals the scheduler may still
+// act on the state it had before: a paused scheduler resumes with its old
+// caches, and a killed API server member breaks its watches, which
+// client-go re-establishes after a back-off of up to 30 s and a relist.
+const schedRecoveryLag = 35 * time.Second
+
+// schedWindowStart is the earliest store time whose state the scheduler
+// may have decided on at t: t − schedViewLag, or, when a fault was under
+// way at t or healed less than schedRecoveryLag + schedViewLag before it,
+// schedViewLag before that fault began (any fault: a pause, a kill or a
+// partition of any component can hold the scheduler's watches or its
+// requests).
+func schedWindowStart(h *history.History, t int64) int64 {
+	start := t - int64(schedViewLag) - int64(schedRecordSlack)
+	for _, iv := range h.Nemesis {
+		if iv.Start > t {
+			break
+		}
+		if !iv.Healed || iv.End+int64(schedRecoveryLag) >= t-int64(schedViewLag) {
+			start = min(start, iv.Start-int64(schedViewLag)-int64(schedRecordSlack))
+		}
+	}
+	return start
+}
