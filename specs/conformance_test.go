@@ -149,12 +149,10 @@ var judged = []judgedBy{
 	{id: "GP-5", run: "pets", what: "the effective grace is the smallest asked for"},
 	{id: "GP-R", run: "replicas", what: "TERM and KILL respect the grace period's safety bound"},
 
-	{id: "PR-3", run: "priority", what: "the queue is ordered by priority"},
 	{id: "PR-4", run: "priority", what: "preemption frees a node where the preemptor then fits"},
 	{id: "PR-8", run: "priority", what: "a node is a candidate only if removing lower-priority pods makes the preemptor fit"},
 	{id: "PR-9", run: "priority", what: "no cross-node preemption"},
 	{id: "PR-10", run: "priority", what: "no preemption without a pending preemptor; victims strictly lower"},
-	{id: "PR-11", run: "priority", what: "lowest-priority victims first"},
 	{id: "PR-12", run: "priority", what: "PreemptionPolicy Never never preempts"},
 
 	{id: "TS-2", run: "spread", what: "DoNotSchedule keeps the skew within maxSkew at binding"},

@@ -10,10 +10,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -490,6 +492,112 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			}
 		}
 		Expect(victims).To(BeNumerically(">", 0), "the run preempted pods")
+	})
+
+	// The scheduler's choices among pending pods and victims, on one or two
+	// nodes of 8 CPUs, with pods bound directly (nodeName) where a test
+	// needs them in place.
+	Describe("scheduling order and victims", func() {
+		classes := func(ctx context.Context, cs kubernetes.Interface) {
+			for name, value := range map[string]int32{"p10": 10, "p100": 100, "p1000": 1000} {
+				_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		cpuPod := func(name, class, cpu, node string, labels map[string]string) *corev1.Pod {
+			p := simPod(name, labels)
+			p.Spec.PriorityClassName = class
+			p.Spec.NodeName = node
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+			return p
+		}
+		nodeOf := func(ctx context.Context, cs kubernetes.Interface, name string) func() string {
+			return func() string {
+				p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return "(deleted)"
+				}
+				Expect(err).NotTo(HaveOccurred())
+				return p.Spec.NodeName
+			}
+		}
+		create := func(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) {
+			_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		It("PR-3: the queue is ordered by priority, and a pod that fits nowhere does not block lower ones", Label("PR-3", "PR"), func(ctx SpecContext) {
+			c, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1), Kubelets: true, Scheduler: true, DisablePreemption: true})
+			classes(ctx, cs)
+			create(ctx, cs, cpuPod("blocker", "p10", "6", "node-0", nil))
+			create(ctx, cs, cpuPod("huge", "p1000", "20", "", nil))
+			create(ctx, cs, cpuPod("small", "p10", "1", "", nil))
+			Eventually(nodeOf(ctx, cs, "small")).WithTimeout(20*time.Second).Should(Equal("node-0"), "the pod that fits is scheduled past the one that fits nowhere")
+			// With the scheduler stopped, both arrive while there is room
+			// for one: when it starts, its queue pops the higher first.
+			Expect(c.StopScheduler()).To(Succeed())
+			Expect(cs.CoreV1().Pods("default").Delete(ctx, "blocker", metav1.DeleteOptions{})).To(Succeed())
+			Eventually(nodeOf(ctx, cs, "blocker")).WithTimeout(20 * time.Second).Should(Equal("(deleted)"))
+			create(ctx, cs, cpuPod("low", "p10", "5", "", nil))
+			create(ctx, cs, cpuPod("high", "p1000", "5", "", nil))
+			Expect(c.StartScheduler()).To(Succeed())
+			Eventually(nodeOf(ctx, cs, "high")).WithTimeout(20*time.Second).Should(Equal("node-0"), "the higher priority takes the room")
+			Consistently(nodeOf(ctx, cs, "low")).WithTimeout(time.Second).Should(BeEmpty(), "the lower priority waits")
+		})
+
+		It("PR-11: among candidate nodes, the one whose victims have the lowest priority", Label("PR-11", "PR"), func(ctx SpecContext) {
+			_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 2, 1), Kubelets: true, Scheduler: true})
+			classes(ctx, cs)
+			create(ctx, cs, cpuPod("mid", "p100", "6", "node-0", nil))
+			create(ctx, cs, cpuPod("lowest", "p10", "6", "node-1", nil))
+			create(ctx, cs, cpuPod("preemptor", "p1000", "6", "", nil))
+			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30 * time.Second).Should(Equal("node-1"))
+			Expect(nodeOf(ctx, cs, "mid")()).To(Equal("node-0"), "the higher-priority candidate victim is spared")
+		})
+
+		It("PR-7: victims whose budget would not be violated are preferred", Label("PR-7", "PR"), func(ctx SpecContext) {
+			_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 2, 1), Kubelets: true, Scheduler: true, Controllers: true})
+			classes(ctx, cs)
+			create(ctx, cs, cpuPod("guarded", "p10", "6", "node-0", map[string]string{"app": "guarded"}))
+			create(ctx, cs, cpuPod("free", "p10", "6", "node-1", map[string]string{"app": "free"}))
+			_, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+				ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+			}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func() int32 {
+				b, err := cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				return b.Status.ExpectedPods
+			}).WithTimeout(20*time.Second).Should(BeEquivalentTo(1), "the disruption controller counted the guarded pod")
+			create(ctx, cs, cpuPod("preemptor", "p1000", "6", "", nil))
+			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30 * time.Second).Should(Equal("node-1"))
+			Expect(nodeOf(ctx, cs, "guarded")()).To(Equal("node-0"), "the pod its budget protects is spared")
+		})
+
+		It("TS-9: pods a Service selects, with no constraints of their own, are spread by the default constraints", Label("TS-9", "TS"), func(ctx SpecContext) {
+			_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 3, 3), Kubelets: true, Scheduler: true})
+			_, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			perNode := map[string]int{}
+			for i := range 6 {
+				name := fmt.Sprintf("web-%d", i)
+				create(ctx, cs, cpuPod(name, "", "100m", "", map[string]string{"app": "web"}))
+				var node string
+				Eventually(func() string { node = nodeOf(ctx, cs, name)(); return node }).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+				perNode[node]++
+			}
+			// Without the defaults every placement is a tie broken at
+			// random: an even 2/2/2 would come one time in eight.
+			Expect(perNode).To(Equal(map[string]int{"node-0": 2, "node-1": 2, "node-2": 2}))
+		})
+	})
+
+	It("PR-5: a nominated preemptor may land elsewhere, and loses its nomination to a higher priority", Label("PR-5", "PR"), func() {
+		Skip("not yet probed: needs a scheduler run that frees another node between nomination and binding")
 	})
 
 	// TS-E: the worked examples of the topology spread documentation, on the
