@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -212,8 +213,17 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 		// at, so the grace is never shortened by the encoding (PS-3).
 		deadline := metav1.NewTime(ceilSecond(s.clock.Now().Add(time.Duration(grace) * time.Second)))
 		if pod.DeletionTimestamp != nil && !deadline.Before(pod.DeletionTimestamp) {
-			// PS-3: a deletion may shorten the grace, never lengthen it.
-			return pod, nil
+			lengthen := false
+			// Planted bug "api-lengthens-grace" (bug zoo): a second deletion
+			// asking for a longer grace than the pod's
+			// deletionGracePeriodSeconds lengthens it (breaks PS-3).
+			failpoint.Inject("lengthenGrace", func() {
+				lengthen = pod.DeletionGracePeriodSeconds != nil && grace > *pod.DeletionGracePeriodSeconds
+			})
+			if !lengthen {
+				// PS-3: a deletion may shorten the grace, never lengthen it.
+				return pod, nil
+			}
 		}
 		out := pod.DeepCopy()
 		out.DeletionTimestamp = &deadline

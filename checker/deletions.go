@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -213,4 +216,137 @@ func (d *deletionIndex) requested(pod, namespace, uid string, existed, killStart
 		rg.grace, rg.known, rg.sources = 0, true, []int{i}
 	}
 	return rg
+}
+
+// graceFacts is what the store events say about the grace periods of pod
+// instances and about what else may have killed them, by UID.
+type graceFacts struct {
+	pods map[string]*podGraceFacts
+	// memory: some pod's container script declares memory use, so a kubelet
+	// may have evicted pods for memory pressure; pressure: some node
+	// reported MemoryPressure. Either lets a kubelet's eviction explain a
+	// shorter grace.
+	memory, pressure bool
+}
+
+// podGraceFacts is what the store shows of one pod instance.
+type podGraceFacts struct {
+	// probes: a container declares a startup or liveness probe, whose kill
+	// has a grace of its own (GP-1).
+	probes bool
+	// evicted: some version carries status.reason Evicted.
+	evicted bool
+	// gone is the recorder time of the object's DELETED event, or
+	// math.MaxInt64.
+	gone int64
+	// shortened lists the changes that lowered deletionGracePeriodSeconds
+	// of an object already terminating, in store order.
+	shortened []graceChange
+}
+
+// graceChange is one committed change of a pod's deletionGracePeriodSeconds.
+type graceChange struct {
+	t         int64 // recorder time of the store event
+	from, to  int64
+	rv, event string
+}
+
+// scriptAnnotationPrefix starts the annotations that script the simulated
+// runtime's containers (kubelet.ScriptAnnotationPrefix; the checker does not
+// import the system); a script word "mem=…" makes the container use memory.
+const scriptAnnotationPrefix = "podsafe.io/script."
+
+// newGraceFacts reads the pod and node events of the store.
+func newGraceFacts(store []history.StoreEvent) *graceFacts {
+	f := &graceFacts{pods: map[string]*podGraceFacts{}}
+	last := map[string]int64{} // UID → deletionGracePeriodSeconds seen last, -1 for none
+	for _, ev := range store {
+		switch {
+		case ev.Resource == "nodes" && !f.pressure && bytes.Contains(ev.Object, []byte("MemoryPressure")):
+			var n struct {
+				Status struct {
+					Conditions []struct {
+						Type   string `json:"type"`
+						Status string `json:"status"`
+					} `json:"conditions"`
+				} `json:"status"`
+			}
+			if json.Unmarshal(ev.Object, &n) == nil {
+				for _, c := range n.Status.Conditions {
+					if c.Type == "MemoryPressure" && c.Status == "True" {
+						f.pressure = true
+					}
+				}
+			}
+			continue
+		case ev.Resource != "pods" || len(ev.Object) == 0:
+			continue
+		}
+		var p struct {
+			Metadata struct {
+				UID                        string            `json:"uid"`
+				DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds"`
+				Annotations                map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Spec struct {
+				Containers     []probedContainer `json:"containers"`
+				InitContainers []probedContainer `json:"initContainers"`
+			} `json:"spec"`
+			Status struct {
+				Reason string `json:"reason"`
+			} `json:"status"`
+		}
+		if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
+			continue
+		}
+		u := p.Metadata.UID
+		pf := f.pods[u]
+		if pf == nil {
+			pf = &podGraceFacts{gone: math.MaxInt64}
+			f.pods[u] = pf
+			last[u] = -1
+		}
+		for _, c := range append(p.Spec.Containers, p.Spec.InitContainers...) {
+			if c.StartupProbe != nil || c.LivenessProbe != nil {
+				pf.probes = true
+			}
+		}
+		for k, v := range p.Metadata.Annotations {
+			if strings.HasPrefix(k, scriptAnnotationPrefix) && (strings.HasPrefix(v, "mem=") || strings.Contains(v, " mem=")) {
+				f.memory = true
+			}
+		}
+		if p.Status.Reason == "Evicted" {
+			pf.evicted = true
+		}
+		if ev.Type == history.StoreDeleted {
+			pf.gone = min(pf.gone, ev.T)
+			continue
+		}
+		if d := p.Metadata.DeletionGracePeriodSeconds; d != nil {
+			if prev := last[u]; prev > 0 && *d < prev && *d > 0 {
+				pf.shortened = append(pf.shortened, graceChange{t: ev.T, from: prev, to: *d, rv: ev.RV, event: podRef(ev.Namespace, ev.Name)})
+			}
+			last[u] = *d
+		}
+	}
+	return f
+}
+
+// probedContainer is the part of a container spec that says whether it
+// has a probe whose failure kills it.
+type probedContainer struct {
+	StartupProbe  *json.RawMessage `json:"startupProbe"`
+	LivenessProbe *json.RawMessage `json:"livenessProbe"`
+}
+
+// onlyDeletionKills reports whether the store rules out every kill of pod
+// uid, up to recorder time by, other than one for its deletion: the store
+// recorded the pod, none of its containers has a probe that kills, no
+// kubelet may have evicted it (no pod uses memory, no node reported
+// MemoryPressure, the pod was never marked Evicted), and its object still
+// existed (no orphan kill, LC-13).
+func (f *graceFacts) onlyDeletionKills(uid string, by int64) bool {
+	pf := f.pods[uid]
+	return pf != nil && !pf.probes && !pf.evicted && pf.gone > by && !f.memory && !f.pressure
 }

@@ -32,6 +32,20 @@ const PreStopRecordingSlack = 50 * time.Millisecond
 // minShutdown is GP-3's window: KILL never comes less than 2 s after TERM.
 const minShutdown = 2 * time.Second
 
+// GraceReactionSlack is how long, in wall time, a kubelet may take to act
+// on a grace period a later deletion shortened, from the store's commit of
+// the change: the change reaches the kubelet by its pod watch only (the API
+// server's watch cache, then the informer; the kubelet has no periodic
+// resync), which takes milliseconds and a few hundred on a loaded machine.
+// A full second is generous; faults that could delay the kubelet longer
+// are not judged at all.
+const GraceReactionSlack = time.Second
+
+// shortenedExtra is what a kill may take, in scaled time, past a shortened
+// grace deadline besides the reaction: GP-3's 2 s between TERM and KILL and
+// LC-11's one preStop extension.
+const shortenedExtra = minShutdown + 2*time.Second
+
 // CheckGrace judges every container kill in the ledger against GP-R's
 // safety bound. A kill begins at its preStop hook's start, or at TERM when
 // there is no hook; a second TERM or preStop of one container run begins a
@@ -55,10 +69,27 @@ const minShutdown = 2 * time.Second
 // than the deletions asked for and the kill honours only that one, the
 // history cannot tell a wrongly computed grace (GP-1) from a probe or
 // eviction kill that began before the kubelet saw the deletion (GP-5), or
-// from a terminal pod the API deleted at once (GP-6): that kill is Unknown.
+// from a terminal pod the API deleted at once (GP-6): that kill is Unknown,
+// unless the store rules all of those out (no container of the pod has a
+// probe that kills, no pod's script uses memory and no node reported
+// MemoryPressure, the pod was never marked Evicted, and its object still
+// existed at the kill): then the kubelet computed the grace wrongly (GP-1)
+// and the kill is Illegal.
 //
-// It is pure, O(n log n) in the ledger and API history, and answers Unknown
-// when ctx ends or opts.Timeout passes first.
+// The upper bound (PS-3, GP-5): once the store shows a terminating pod's
+// deletionGracePeriodSeconds shortened to g, committed at t, the kill under
+// way must end (KILL, or the container's exit) by max(t, the kill's start) +
+// g + 4 s (GP-3's 2 s after TERM and LC-11's preStop extension) +
+// GraceReactionSlack of wall time for the change to reach the kubelet. A
+// kill whose TERM or KILL the kubelet stated with a grace of at most g
+// learned the change, and a kill that ended before t had nothing to learn:
+// neither is judged; nor is one while a fault (a paused, killed or cut-off
+// component, a skewed clock, a failpoint) overlaps the window from t to its
+// end, since any fault may delay the kubelet.
+//
+// It is pure, O(n log n) in the ledger and API history plus one pass over
+// the store, and answers Unknown when ctx ends or opts.Timeout passes
+// first.
 func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	start := time.Now()
 	ctx, cancel := withTimeout(ctx, opts)
@@ -76,10 +107,12 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	}
 	res.Stats.Ops = len(attempts)
 	idx := newDeletionIndex(h.API)
+	facts := newGraceFacts(h.Store)
 	st := &stopper{ctx: ctx}
 
 	var illegal, undecided []Evidence
 	nIllegal, nUndecided, unjudged, unbounded, retries := 0, 0, 0, 0, 0
+	var shortened shortenedCounts
 	uids := map[string]bool{}
 	for _, a := range attempts {
 		if st.stopped() {
@@ -89,7 +122,17 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 		if a.retry {
 			retries++
 		}
-		j := judgeKill(ledger, idx, a, firstSeen[a.key])
+		j := judgeKill(ledger, idx, facts, a, firstSeen[a.key])
+		if j.verdict != Illegal {
+			if late, ok := lateKill(h, a, facts, &shortened); ok {
+				res.Stats.Checked++
+				nIllegal++
+				if len(illegal) < opts.maxEvidence() {
+					illegal = append(illegal, late)
+				}
+				continue
+			}
+		}
 		switch {
 		case j.unjudged:
 			unjudged++
@@ -123,6 +166,12 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	if unjudged > 0 {
 		notes = append(notes, fmt.Sprintf("%s not judged: neither a deletion nor the ledger gives the grace", count(unjudged, "kill")))
 	}
+	if shortened.judged > 0 {
+		notes = append(notes, fmt.Sprintf("%s held to a grace a later deletion shortened (PS-3, GP-5)", count(shortened.judged, "kill")))
+	}
+	if shortened.faulted > 0 {
+		notes = append(notes, fmt.Sprintf("%s of a shortened grace not held to it: a fault overlapped", count(shortened.faulted, "kill")))
+	}
 	suffix := ""
 	if len(notes) > 0 {
 		suffix = "; " + strings.Join(notes, "; ")
@@ -133,7 +182,7 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 			count(len(attempts), "kill")))
 	case nIllegal > 0:
 		res.Evidence = illegal
-		return finish(Illegal, fmt.Sprintf("%s of %s broke the grace-period bound (GP-R), first pod %s: %s%s",
+		return finish(Illegal, fmt.Sprintf("%s of %s broke a grace-period bound (GP-R, PS-3), first pod %s: %s%s",
 			count(nIllegal, "kill"), count(res.Stats.Checked, "judged kill"), illegal[0].Key, illegal[0].Description, suffix))
 	case nUndecided > 0:
 		res.Evidence = undecided
@@ -150,6 +199,9 @@ type killAttempt struct {
 	key, uid, namespace, pod, node, container string
 
 	preStopStart, preStopEnd, term, kill int
+	// end is the exit (or power-off) that ended the container run after
+	// the kill began, or -1.
+	end int
 	// prevTerm is a TERM of an earlier kill of the same run, or -1.
 	prevTerm int
 	// retry marks a kill after an earlier one of the same run: a kubelet
@@ -193,7 +245,7 @@ func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64
 			flush(k)
 		}
 		a := &killAttempt{key: k.key, uid: e.UID, namespace: e.Namespace, pod: e.Pod, node: e.Node, container: e.Container,
-			preStopStart: -1, preStopEnd: -1, term: -1, kill: -1, prevTerm: prev, retry: retry}
+			preStopStart: -1, preStopEnd: -1, term: -1, kill: -1, end: -1, prevTerm: prev, retry: retry}
 		cur[k] = a
 		return a
 	}
@@ -208,6 +260,9 @@ func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64
 		a := cur[k]
 		switch e.Action {
 		case history.LedgerStart, history.LedgerExit, history.LedgerPowerOff:
+			if a != nil && e.Action != history.LedgerStart {
+				a.end = i
+			}
 			flush(k)
 			delete(lastTerm, k)
 		case history.LedgerPreStopStart:
@@ -271,7 +326,7 @@ type graceUsed struct {
 
 // judgeKill applies the bound to one kill; existed is when its pod object
 // surely existed.
-func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, a killAttempt, existed int64) killJudgement {
+func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, facts *graceFacts, a killAttempt, existed int64) killJudgement {
 	j := killJudgement{a: a}
 	startAt := a.start()
 	start := ledger[startAt]
@@ -342,9 +397,18 @@ func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, a killAttempt, 
 	}
 	j.verdict = Illegal
 	if termWeak.g < termStrict.g || killWeak.g < killStrict.g {
-		if p2, used2 := check(termWeak, killWeak); p2 != "" {
+		last := a.start()
+		for _, i := range []int{a.term, a.kill} {
+			last = max(last, i)
+		}
+		switch p2, used2 := check(termWeak, killWeak); {
+		case p2 != "":
 			p, used = p2, used2
-		} else {
+		case facts.onlyDeletionKills(a.uid, ledger[last].T):
+			// No probe, eviction or orphan kill could have set the
+			// shorter grace: the kubelet computed it wrongly (GP-1).
+			p += fmt.Sprintf(" (it honours only the %d s the kubelet stated in the ledger, and the store rules out a probe, eviction or orphan kill: the kubelet computed the grace wrongly, GP-1)", stated)
+		default:
 			j.verdict = Unknown
 			p += fmt.Sprintf(" (it honours the %d s the kubelet stated in the ledger)", stated)
 		}
@@ -397,4 +461,136 @@ func termProblem(ledger []history.LedgerEntry, a killAttempt, start history.Ledg
 	}
 	return fmt.Sprintf("TERM at %s came %s after the preStop hook began at %s, while the hook ran until %s, before the grace deadline of %d s",
 		at(ledger, a.term), seconds(term.Scaled.Sub(start.Scaled)), at(ledger, a.preStopStart), at(ledger, a.preStopEnd), g.g)
+}
+
+// shortenedCounts counts the kills the upper bound judged, and those it
+// left alone for a fault.
+type shortenedCounts struct{ judged, faulted int }
+
+// lateKill applies the upper bound of a shortened grace to kill a (see
+// CheckGrace) and returns the evidence of the first shortening whose
+// deadline it overran.
+func lateKill(h *history.History, a killAttempt, facts *graceFacts, n *shortenedCounts) (Evidence, bool) {
+	pf := facts.pods[a.uid]
+	if pf == nil || len(pf.shortened) == 0 {
+		return Evidence{}, false
+	}
+	ledger := h.Ledger
+	endAt := a.kill
+	if endAt < 0 || (a.end >= 0 && a.end < endAt) {
+		endAt = a.end
+	}
+	if endAt < 0 {
+		return Evidence{}, false // the history does not show the kill's end
+	}
+	start, end := ledger[a.start()], ledger[endAt]
+	counted, faulted := false, false
+	for _, ch := range pf.shortened {
+		if ch.t >= end.T || learned(ledger, a, ch.to) {
+			continue
+		}
+		if faultDuring(h.Nemesis, ch.t, end.T) {
+			faulted = true
+			continue
+		}
+		counted = true
+		took := end.Scaled.Sub(start.Scaled)
+		grace := time.Duration(ch.to) * time.Second
+		if took <= grace+shortenedExtra+GraceTolerance || end.T <= start.T {
+			continue
+		}
+		// The node's clock rate against the recorder's, from the kill
+		// itself: no fault skewed it in between.
+		rate := float64(took) / float64(end.T-start.T)
+		ref := max(ch.t, start.T)
+		bound := time.Duration(float64(ref-start.T+GraceReactionSlack.Nanoseconds())*rate) + grace + shortenedExtra
+		if took <= bound+GraceTolerance {
+			continue
+		}
+		what := "KILL"
+		if endAt != a.kill {
+			// Without a KILL, the kubelet must be seen alive past the
+			// bound: one stopped with the cluster kills nothing more.
+			if !kubeletAlive(h.API, a.node, start.T+int64(float64(bound)/rate), end.T) {
+				continue
+			}
+			what = "the container's exit"
+		}
+		n.judged++
+		return Evidence{
+			Key: podRef(a.namespace, a.pod),
+			Description: fmt.Sprintf("container %q of pod %s (UID %s) on node %s: the store shortened the pod's grace from %d s to %d s at t=%s (rv %s), yet %s at %s came %s after the kill began at %s, later than max(shortened, start) + %d s + %s (GP-3, LC-11) + %s of wall time to react = %s after the start (PS-3, GP-5); the kubelet stated a grace of %d s",
+				a.container, podRef(a.namespace, a.pod), a.uid, a.node, ch.from, ch.to, nanos(ch.t), ch.rv, what, at(ledger, endAt),
+				seconds(took), at(ledger, a.start()), ch.to, seconds(shortenedExtra), seconds(GraceReactionSlack), seconds(bound), statedGrace(ledger, a)),
+			Ledger: ledgerEntries(ledger, a.preStopStart, a.preStopEnd, a.term, a.kill, a.end),
+			API:    apiCalls(h.API, shorteningCalls(h.API, a, ch)...),
+		}, true
+	}
+	switch {
+	case counted:
+		n.judged++
+	case faulted:
+		n.faulted++
+	}
+	return Evidence{}, false
+}
+
+// learned reports whether the kubelet stated, on a's TERM or KILL, a grace
+// of at most g: it knew of the shortening.
+func learned(ledger []history.LedgerEntry, a killAttempt, g int64) bool {
+	for _, i := range []int{a.term, a.kill} {
+		if i >= 0 && ledger[i].Grace > 0 && ledger[i].Grace <= g {
+			return true
+		}
+	}
+	return false
+}
+
+// statedGrace is the grace the kubelet stated last for kill a (0: none).
+func statedGrace(ledger []history.LedgerEntry, a killAttempt) int64 {
+	g := int64(0)
+	for _, i := range []int{a.term, a.kill} {
+		if i >= 0 && ledger[i].Grace > 0 {
+			g = ledger[i].Grace
+		}
+	}
+	return g
+}
+
+// kubeletAlive reports whether node's kubelet made an API call invoked in
+// (from, to].
+func kubeletAlive(api []history.APICall, node string, from, to int64) bool {
+	k := sort.Search(len(api), func(i int) bool { return api[i].Invoke > from })
+	for ; k < len(api) && api[k].Invoke <= to; k++ {
+		if n, ok := kubeletNode(api[k].Identity); ok && n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// faultDuring reports whether a fault was active at some time in [from, to].
+func faultDuring(faults []history.Interval, from, to int64) bool {
+	for _, f := range faults {
+		if f.Start <= to && f.End >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// shorteningCalls returns the deletions of a's pod that may have caused
+// ch: invoked before it was committed, asking for its grace.
+func shorteningCalls(api []history.APICall, a killAttempt, ch graceChange) []int {
+	var out []int
+	for i, c := range api {
+		if c.Invoke > ch.t {
+			break
+		}
+		if isPodDeletion(c) && mayHaveHappened(c) && c.Namespace == a.namespace && c.Name == a.pod &&
+			c.GracePeriodSeconds != nil && *c.GracePeriodSeconds == ch.to && (c.UID == "" || c.UID == a.uid) {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -296,4 +298,198 @@ func TestGraceEmpty(t *testing.T) {
 	b.led(4, start, "n1", "web-0", "b").led(5, term, "n1", "web-0", "b", grace(1)).led(7, kill, "n1", "web-0", "b", grace(1))
 	res = mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Ok)
 	mustMention(t, "summary", res.Summary, "1 kill not judged")
+}
+
+// podVersion records a store change of pod web-0 (UID u) at t: terminating
+// with deletionGracePeriodSeconds dgps when dgps > 0; extra is spliced into
+// its first container's spec (a probe) and status is its status object.
+func (b *hb) podVersion(t float64, u string, dgps int64, container, status string) *hb {
+	meta := fmt.Sprintf(`"name":"web-0","namespace":"default","uid":%q`, u)
+	if dgps > 0 {
+		meta += fmt.Sprintf(`,"deletionTimestamp":"2030-01-01T00:10:00Z","deletionGracePeriodSeconds":%d`, dgps)
+	}
+	obj := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{%s},"spec":{"containers":[{"name":"c","image":"podsafe.io/sim:1"%s}]},"status":{%s}}`,
+		meta, container, status)
+	b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreModified, Resource: "pods", Namespace: "default", Name: "web-0",
+		RV: fmt.Sprint(len(b.h.Store) + 1), Object: []byte(obj), T: secs(t)})
+	return b
+}
+
+// regraced records a deletion of web-0 (UID u) asking for g at t and the
+// store's change to it 10 ms later, the pod terminating with grace was
+// before.
+func (b *hb) regraced(t float64, u string, g int64) *hb {
+	return b.deleted(t, "workload", u, g).podVersion(t+0.01, u, g, "", "")
+}
+
+// graceFault records a fault active from start to end.
+func (b *hb) graceFault(name string, start, end float64) *hb {
+	b.h.Nemesis = append(b.h.Nemesis, history.Interval{ID: uint64(len(b.h.Nemesis) + 1), Name: name, Start: secs(start), End: secs(end), Healed: true})
+	return b
+}
+
+// shortened is web-0 (UID a, a container ignoring TERM) deleted with 300 s
+// at 2, TERM at 2.5, and its grace shortened to 5 s at 10 (seen by the
+// store at 10.01).
+func shortened() *hb {
+	b := &hb{}
+	return b.led(1, start, "n1", "web-0", "a").
+		podVersion(1.5, "a", 0, "", "").
+		regraced(2, "a", 300).
+		led(2.5, term, "n1", "web-0", "a", grace(300)).
+		regraced(10, "a", 5)
+}
+
+// PS-3, GP-5: the upper bound of a shortened grace is max(seen, start) + g
+// + 4 s + the reaction slack (1 s; tests run the clocks at one rate):
+// 10.01 - 2.5 + 5 + 4 + 1 = 17.51 s after the kill began at 2.5.
+func TestGraceShortenedUpperBound(t *testing.T) {
+	// The kubelet kept the old 300 s deadline.
+	res := mustVerdict(t, CheckGrace(bg, shortened().led(302.5, kill, "n1", "web-0", "a", grace(300)).history(), Options{}), Illegal)
+	ev := res.Evidence[0]
+	mustMention(t, "description", ev.Description, "from 300 s to 5 s at t=10.01s", "KILL at ledger #2", "300.000 s after the kill began at ledger #1",
+		"= 17.510 s after the start", "stated a grace of 300 s")
+	if diff := cmp.Diff([]string{"a:term", "a:kill"}, evidenceActions(ev)); diff != "" {
+		t.Errorf("evidence entries (-want +got):\n%s", diff)
+	}
+	if len(ev.API) != 1 || *ev.API[0].GracePeriodSeconds != 5 {
+		t.Errorf("evidence calls %+v, want the deletion asking for 5 s", ev.API)
+	}
+	mustMention(t, "summary", res.Summary, "PS-3")
+
+	// Just within the bound, still stating 300 s: the slack covers it.
+	res = mustVerdict(t, CheckGrace(bg, shortened().led(20, kill, "n1", "web-0", "a", grace(300)).history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 kill held to a grace a later deletion shortened")
+	// Just past it.
+	mustVerdict(t, CheckGrace(bg, shortened().led(20.2, kill, "n1", "web-0", "a", grace(300)).history(), Options{}), Illegal)
+	// The kubelet stated the shortened grace: it learned it; a late KILL
+	// then is not this rule's to judge (and the lower bound holds).
+	mustVerdict(t, CheckGrace(bg, shortened().led(60, kill, "n1", "web-0", "a", grace(5)).history(), Options{}), Ok)
+}
+
+// A shortening committed after the KILL bounds nothing; a kill that began
+// after the shortening counts from its own start.
+func TestGraceShortenedAfterKill(t *testing.T) {
+	b := &hb{}
+	b.led(1, start, "n1", "web-0", "a").
+		podVersion(1.5, "a", 0, "", "").
+		regraced(2, "a", 5).
+		led(2.5, term, "n1", "web-0", "a", grace(5)).
+		led(7.5, kill, "n1", "web-0", "a", grace(5)).
+		regraced(8, "a", 2)
+	mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Ok)
+
+	// The kill began at 30, long after the shortening to 5 s at 10, with
+	// the old grace: bound 30 + 5 + 4 + 1 = 40.
+	late := func(killAt float64) *hb {
+		b := &hb{}
+		return b.led(1, start, "n1", "web-0", "a").
+			podVersion(1.5, "a", 0, "", "").
+			regraced(2, "a", 300).
+			regraced(10, "a", 5).
+			led(30, term, "n1", "web-0", "a", grace(300)).
+			led(killAt, kill, "n1", "web-0", "a", grace(300))
+	}
+	mustVerdict(t, CheckGrace(bg, late(39.9).history(), Options{}), Ok)
+	mustVerdict(t, CheckGrace(bg, late(41).history(), Options{}), Illegal)
+}
+
+// Two shortenings: each bounds the kill from when the store showed it.
+func TestGraceShortenedTwice(t *testing.T) {
+	twice := func(killAt float64, stated int64) *hb {
+		b := &hb{}
+		return b.led(1, start, "n1", "web-0", "a").
+			podVersion(1.5, "a", 0, "", "").
+			regraced(2, "a", 300).
+			led(2.5, term, "n1", "web-0", "a", grace(300)).
+			regraced(10, "a", 100).
+			regraced(50, "a", 5).
+			led(killAt, kill, "n1", "web-0", "a", grace(stated))
+	}
+	// The kubelet learned 100 s but not 5 s: held to 50.01 + 5 + 4 + 1.
+	res := mustVerdict(t, CheckGrace(bg, twice(105, 100).history(), Options{}), Illegal)
+	mustMention(t, "description", res.Evidence[0].Description, "from 100 s to 5 s at t=50.01s")
+	mustVerdict(t, CheckGrace(bg, twice(59, 100).history(), Options{}), Ok)
+	// It learned neither: the first one's bound is 10.01 + 100 + 5 = 115.01.
+	res = mustVerdict(t, CheckGrace(bg, twice(120, 300).history(), Options{}), Illegal)
+	mustMention(t, "description", res.Evidence[0].Description, "from 300 s to 100 s")
+}
+
+// A fault overlapping the window from the shortening to the kill's end may
+// have delayed the kubelet: no judgement, whatever the fault.
+func TestGraceShortenedDuringFault(t *testing.T) {
+	for _, f := range []struct {
+		name       string
+		start, end float64
+		want       Verdict
+	}{
+		{"pause-kubelet", 9, 12, Ok},
+		{"kill-kubelet", 100, 200, Ok},
+		{"partition-node", 0, 10.5, Ok},
+		{"clock-skew", 303, 310, Illegal}, // after the KILL
+		{"isolate-one", 1, 9, Illegal},    // healed before the shortening
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			b := shortened().led(302.5, kill, "n1", "web-0", "a", grace(300)).graceFault(f.name, f.start, f.end)
+			res := mustVerdict(t, CheckGrace(bg, b.history(), Options{}), f.want)
+			if f.want == Ok {
+				mustMention(t, "summary", res.Summary, "1 kill of a shortened grace not held to it: a fault overlapped")
+			}
+		})
+	}
+}
+
+// A container that exits by itself long after the shortened deadline was
+// never killed: Illegal if its kubelet was seen alive past the bound, not
+// judged if it may have stopped (with the cluster) first.
+func TestGraceShortenedExitWithoutKill(t *testing.T) {
+	b := shortened().call(30, "kubelet:n1", "update", "leases", "kube-node-lease", "n1").led(100, exit, "n1", "web-0", "a")
+	res := mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Illegal)
+	mustMention(t, "description", res.Evidence[0].Description, "the container's exit at ledger #2")
+	mustVerdict(t, CheckGrace(bg, shortened().led(100, exit, "n1", "web-0", "a").history(), Options{}), Ok)
+	// Another node's kubelet proves nothing.
+	b = shortened().call(30, "kubelet:n2", "update", "leases", "kube-node-lease", "n2").led(100, exit, "n1", "web-0", "a")
+	mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Ok)
+}
+
+// GP-1: the kubelet stated a grace shorter than the deletion asked for and
+// kept to it. With no store events the history cannot tell a wrong grace
+// from a probe, eviction or orphan kill (Unknown, TestGraceStatedShorter);
+// when the store rules all of those out, the kill is Illegal.
+func TestGraceStatedShorterRuledOut(t *testing.T) {
+	const probe = `,"livenessProbe":{"exec":{"command":["true"]}}`
+	stated := func(container, status string, mods ...func(*hb)) *hb {
+		b := &hb{}
+		b.led(1, start, "n1", "web-0", "a").
+			podVersion(1.5, "a", 0, container, status).
+			deleted(2, "workload", "a", 30).
+			podVersion(2.01, "a", 30, container, status)
+		for _, m := range mods {
+			m(b)
+		}
+		return b.led(3, term, "n1", "web-0", "a", grace(5)).
+			led(8, kill, "n1", "web-0", "a", grace(5))
+	}
+	res := mustVerdict(t, CheckGrace(bg, stated("", "").history(), Options{}), Illegal)
+	mustMention(t, "description", res.Evidence[0].Description, "the store rules out a probe, eviction or orphan kill", "GP-1", "grace 30 s")
+
+	for name, b := range map[string]*hb{
+		"a liveness probe": stated(probe, ""),
+		"evicted":          stated("", `"phase":"Failed","reason":"Evicted"`),
+		"memory in scripts": stated("", "", func(b *hb) {
+			b.h.Store[0].Object = []byte(strings.Replace(string(b.h.Store[0].Object), `"uid"`, `"annotations":{"podsafe.io/script.c":"ignore-term mem=200Mi"},"uid"`, 1))
+		}),
+		"memory pressure": stated("", "", func(b *hb) {
+			b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreModified, Resource: "nodes", Name: "n2",
+				Object: []byte(`{"metadata":{"name":"n2"},"status":{"conditions":[{"type":"MemoryPressure","status":"True"}]}}`), T: secs(2.5)})
+		}),
+		"object gone": stated("", "", func(b *hb) {
+			b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreDeleted, Resource: "pods", Namespace: "default", Name: "web-0",
+				Object: b.h.Store[1].Object, T: secs(2.5)})
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Unknown)
+		})
+	}
 }

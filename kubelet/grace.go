@@ -65,7 +65,16 @@ func ContainerGracePeriod(pod *corev1.Pod, c *corev1.Container, reason KillReaso
 // way must now use a different (shorter) value. It is pure.
 func EffectiveGracePeriod(current int64, pod *corev1.Pod, override *int64) (grace int64, changed bool) {
 	grace = current
-	if d := pod.DeletionGracePeriodSeconds; d != nil && (grace == 0 || *d < grace) {
+	d := pod.DeletionGracePeriodSeconds
+	// Planted bug "kubelet-uses-spec-grace" (bug zoo): the deletion's grace
+	// is ignored and the spec's terminationGracePeriodSeconds used in its
+	// place (breaks GP-1).
+	failpoint.Inject("useSpecGrace", func() {
+		if d != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
+			d = pod.Spec.TerminationGracePeriodSeconds
+		}
+	})
+	if d != nil && (grace == 0 || *d < grace) {
 		grace = *d
 	}
 	if override != nil && (grace == 0 || *override < grace) {

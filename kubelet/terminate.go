@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	"k8s.io/utils/ptr"
 )
 
@@ -96,6 +97,10 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 		grace, _ = EffectiveGracePeriod(grace, w.pod, override)
 	}
 	if w.term != nil {
+		// Planted bug "kubelet-ignores-shortened-grace" (bug zoo): a
+		// termination under way keeps its first, longer deadline when a
+		// later deletion shortens the grace (breaks PS-3, GP-5).
+		failpoint.Inject("ignoreShortenedGrace", func() { failpoint.Return() })
 		if w.term.shorten(grace) {
 			w.k.log.Info("termination shortened", "pod", w.namespace+"/"+w.name, "grace", grace)
 		}
@@ -105,6 +110,18 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 	w.term = t
 	w.k.log.Info("terminating pod", "pod", w.namespace+"/"+w.name, "grace", grace, "force_deleted", deleted)
 	start := w.k.clock.Now()
+	// Planted bug "kubelet-restart-forgets-grace" (bug zoo): a restarted
+	// kubelet whose first look at a pod finds it terminating with
+	// containers running (its predecessor began the termination, or the
+	// deletion came while no kubelet ran) counts the grace from the
+	// deletion's start, by the pod's deletionTimestamp, instead of starting
+	// over: the containers get only what remained of the old deadline
+	// (breaks PS-5, LC-12). killContainer keeps that start.
+	failpoint.Inject("restartForgetsGrace", func() {
+		if p := w.pod; w.startTime.IsZero() && p != nil && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+			start = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+		}
+	})
 	for _, s := range w.running() {
 		in := s.cur
 		if in.kill != nil {
@@ -178,6 +195,14 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		tl.Shorten(grace)
 	}
 	refresh()
+	var resumeFrom time.Time
+	// Planted bug "kubelet-restart-forgets-grace" (see terminate): a start
+	// well in the past is a resumed termination's; keep it past TERM.
+	failpoint.Inject("restartForgetsGrace", func() {
+		if tl.Start.Before(k.clock.Now().Add(-MinimumGracePeriodSeconds * time.Second)) {
+			resumeFrom = tl.Start
+		}
+	})
 	if tl.RunPreStop {
 		hookCtx, cancel := context.WithCancel(ctx)
 		hookDone, err := k.rt.PreStop(hookCtx, in.id)
@@ -228,6 +253,11 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		tl.Start = now
 	}
 	tl.Termed(now)
+	failpoint.Inject("restartForgetsGrace", func() {
+		if !resumeFrom.IsZero() {
+			tl.Start = resumeFrom
+		}
+	})
 	for {
 		timer := k.clock.NewTimer(max(tl.KillAt().Sub(k.clock.Now()), 0))
 		select {

@@ -4,8 +4,11 @@ import (
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/workload"
 )
 
+// Planted bugs of the kubelet's grace periods. Each is a failpoint in the
+// real code path (kubelet/grace.go, kubelet/terminate.go).
 func init() {
 	registerBug(Bug{
 		Name:        "kubelet-kills-early",
@@ -14,5 +17,40 @@ func init() {
 		Guarantees:  []string{"PS-4", "GP-2", "GP-3"},
 		Checker:     checker.GraceChecker,
 		Scenario:    Scenario{Workload: "replicas", Duration: Duration(8 * time.Second), Seed: 5},
+	})
+	registerBug(Bug{
+		Name:        "kubelet-ignores-shortened-grace",
+		Description: "a termination under way keeps its first, longer deadline when a second deletion shortens the grace (breaks PS-3, GP-5; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/kubelet/ignoreShortenedGrace",
+		Guarantees:  []string{"PS-3", "GP-5"},
+		Checker:     checker.GraceChecker,
+		// Pods that ignore TERM, deleted with up to 300 s and half of
+		// them deleted again with another grace while terminating: a
+		// shortening of a long grace shows as a KILL on the old deadline,
+		// seconds of wall time past the shortened one.
+		Scenario: Scenario{Workload: workload.GraceReplicasName, Duration: Duration(15 * time.Second), Seed: 1},
+	})
+	registerBug(Bug{
+		Name:        "kubelet-uses-spec-grace",
+		Description: "kubelets apply the pod's spec.terminationGracePeriodSeconds instead of the deletion's grace (breaks GP-1; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/kubelet/useSpecGrace",
+		Guarantees:  []string{"GP-1"},
+		Checker:     checker.GraceChecker,
+		// The pods' own grace is 5..9 s; deletions ask for up to 300 s and
+		// the containers ignore TERM, so the KILL on the spec's deadline is
+		// early for the deletion's.
+		Scenario: Scenario{Workload: workload.GraceReplicasName, Duration: Duration(10 * time.Second), Seed: 1},
+	})
+	registerBug(Bug{
+		Name:        "kubelet-restart-forgets-grace",
+		Description: "a restarted kubelet resumes a termination with what remained of the old deadline instead of the full grace (breaks PS-5, LC-12; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/kubelet/restartForgetsGrace",
+		Guarantees:  []string{"PS-5", "LC-12"},
+		Checker:     checker.GraceChecker,
+		// Terminations of up to 300 s (6 s of wall time) of pods that
+		// ignore TERM, and a kubelet crashed and restarted about every
+		// 2 s: restarts land mid-termination.
+		Scenario: Scenario{Workload: workload.GraceReplicasName, Nemesis: []string{"kill-kubelet"},
+			NemesisInterval: Duration(time.Second), Duration: Duration(15 * time.Second), Seed: 1},
 	})
 }

@@ -374,6 +374,12 @@ type setAction struct {
 	ord      int    // setDeletePod: pet ordinal
 	pick     uint64 // setDeletePod: which pod, when the set names none
 	grace    *int64 // setDeletePod
+	// regrace is a follow-up of setDeletePod: after regraceAfter of scaled
+	// time, delete the same pod again, while it terminates, with grace
+	// regraceGrace (shorter or longer than grace).
+	regrace      bool
+	regraceAfter time.Duration
+	regraceGrace int64
 }
 
 // String renders the action for tests and logs.
@@ -382,7 +388,11 @@ func (a setAction) String() string {
 	case setCreate, setScale:
 		return fmt.Sprintf("%s %d replicas=%d", a.verb, a.set, a.replicas)
 	case setDeletePod:
-		return fmt.Sprintf("%s %d ord=%d pick=%d %s", a.verb, a.set, a.ord, a.pick, graceValue(a.grace))
+		s := fmt.Sprintf("%s %d ord=%d pick=%d %s", a.verb, a.set, a.ord, a.pick, graceValue(a.grace))
+		if a.regrace {
+			s += fmt.Sprintf(" then after %s grace=%d", a.regraceAfter, a.regraceGrace)
+		}
+		return s
 	}
 	return fmt.Sprintf("%s %d", a.verb, a.set)
 }
@@ -407,8 +417,12 @@ type setPlanner struct {
 	maxGrace    int64
 	force       bool
 	weights     [setVerbs]int
-	state       []setKnowledge
-	replicas    []int // the last spec.replicas seen or written, -1 unknown
+	// regrace is the percentage of pod deletions followed by a second
+	// deletion of the terminating pod (SetKnobs.Regrace); 0 draws nothing
+	// more from rng, so the operations of a seed stay as they were.
+	regrace  int
+	state    []setKnowledge
+	replicas []int // the last spec.replicas seen or written, -1 unknown
 }
 
 func newSetPlanner(rng *rand.Rand, sets, maxReplicas int, maxGrace int64, force bool, weights [setVerbs]int) *setPlanner {
@@ -445,8 +459,38 @@ func (pl *setPlanner) next() setAction {
 		a.ord = pl.rng.IntN(max(n, 1))
 		a.pick = pl.rng.Uint64()
 		a.grace = pickGrace(pl.rng, pl.maxGrace, pl.force)
+		if pl.regrace > 0 && pl.rng.IntN(100) < pl.regrace {
+			a.regrace = true
+			a.regraceAfter, a.regraceGrace = pickRegrace(pl.rng, a.grace, pl.maxGrace)
+		}
 	}
 	return a
+}
+
+// pickRegrace draws the second deletion of a pod deleted with grace first
+// (nil: the pod's own): with probability first/maxSec a much shorter grace,
+// uniform in 1..max(first/3, 1), otherwise a longer one, uniform in
+// first+1..maxSec (uniform in 1..maxSec when first is nil), so that long
+// graces are mostly shortened and short ones mostly lengthened; and a delay
+// uniform in [0, first/4) of scaled time (at most 1 s when first is nil or
+// tiny), so that the pod is still terminating and a kubelet keeping the
+// first deadline overruns the second by far. It is pure given rng.
+func pickRegrace(rng *rand.Rand, first *int64, maxSec int64) (time.Duration, int64) {
+	maxSec = max(maxSec, 2)
+	var g int64
+	switch {
+	case first == nil:
+		g = 1 + rng.Int64N(maxSec)
+	case *first > 1 && (*first >= maxSec || rng.Int64N(maxSec) < *first):
+		g = 1 + rng.Int64N(max(min(*first, maxSec)/3, 1))
+	default:
+		g = *first + 1 + rng.Int64N(maxSec-*first)
+	}
+	span := 4 * time.Second
+	if first != nil && *first > 4 {
+		span = time.Duration(*first) * time.Second
+	}
+	return time.Duration(rng.Int64N(int64(span / 4))), g
 }
 
 // observe learns from the outcome of a whether the set exists and, when a
@@ -701,10 +745,16 @@ func (f *setFamily) do(ctx context.Context, p *proc, a setAction, replicas *int)
 			return err
 		})
 	case setDeletePod:
+		pod, err := name+"-"+strconv.Itoa(a.ord), error(nil)
 		if f.pets {
-			return deletePod(ctx, p, f.ns, name+"-"+strconv.Itoa(a.ord), a.grace)
+			err = deletePod(ctx, p, f.ns, pod, a.grace)
+		} else {
+			pod, err = f.deleteReplica(ctx, p, name, a)
 		}
-		return f.deleteReplica(ctx, p, name, a)
+		if err == nil && pod != "" && a.regrace {
+			regracePod(ctx, p, f.ns, pod, a.regraceAfter, a.regraceGrace)
+		}
+		return err
 	case setGet:
 		var found error
 		err := p.call(ctx, "get", f.key(name), "", func(ctx context.Context, op *history.Op) error {
@@ -745,11 +795,12 @@ func (f *setFamily) do(ctx context.Context, p *proc, a setAction, replicas *int)
 }
 
 // deleteReplica lists the pods of a ReplicaSet and deletes the one a.pick
-// names among those not yet terminating, sorted by name.
-func (f *setFamily) deleteReplica(ctx context.Context, p *proc, set string, a setAction) error {
+// names among those not yet terminating, sorted by name; it returns that
+// pod's name ("" when there was none).
+func (f *setFamily) deleteReplica(ctx context.Context, p *proc, set string, a setAction) (string, error) {
 	pods, err := listPods(ctx, p, f.ns, set)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var names []string
 	for i := range pods {
@@ -758,10 +809,11 @@ func (f *setFamily) deleteReplica(ctx context.Context, p *proc, set string, a se
 		}
 	}
 	if len(names) == 0 {
-		return nil
+		return "", nil
 	}
 	sort.Strings(names)
-	return deletePod(ctx, p, f.ns, names[a.pick%uint64(len(names))], a.grace)
+	name := names[a.pick%uint64(len(names))]
+	return name, deletePod(ctx, p, f.ns, name, a.grace)
 }
 
 // listPods lists the pods of namespace ns, all of them (app "") or those
@@ -790,6 +842,32 @@ func listPods(ctx context.Context, p *proc, ns, app string) ([]corev1.Pod, error
 func deletePod(ctx context.Context, p *proc, ns, name string, grace *int64) error {
 	return p.call(ctx, "delete-pod", ns+"/"+name, graceValue(grace), func(ctx context.Context, _ *history.Op) error {
 		return p.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace})
+	})
+}
+
+// regracePod waits after of scaled time, reads pod ns/name and, if it is
+// still terminating, deletes it again with grace seconds, preconditioned on
+// its UID so that a replacement of the same name is never hit: the
+// recorded operation "regrace" (Value grace=N uid=U). A shorter grace must
+// shorten the termination under way, a longer one must change nothing
+// (PS-3, GP-5). Its outcome teaches the planner nothing.
+func regracePod(ctx context.Context, p *proc, ns, name string, after time.Duration, grace int64) {
+	if after > 0 {
+		t := p.clock.NewTimer(after)
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+	pod, err := getPod(ctx, p, ns, name)
+	if err != nil || pod == nil || pod.DeletionTimestamp == nil {
+		return
+	}
+	uid := pod.UID
+	_ = p.call(ctx, "regrace", ns+"/"+name, fmt.Sprintf("grace=%d uid=%s", grace, uid), func(ctx context.Context, _ *history.Op) error {
+		return p.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(grace),
+			Preconditions: &metav1.Preconditions{UID: &uid}})
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -382,3 +383,65 @@ func TestPodSummary(t *testing.T) {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+func TestPickRegrace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	shorter, longer := 0, 0
+	for i := range 3000 {
+		first := ptr.To(1 + int64(i%300))
+		if i%7 == 0 {
+			first = nil
+		}
+		after, g := pickRegrace(rng, first, 300)
+		if g < 1 || g > 300 {
+			t.Fatalf("grace %d outside 1..300", g)
+		}
+		limit := time.Second
+		if first != nil {
+			if g == *first {
+				t.Fatalf("second grace %d equals the first", g)
+			}
+			if g < *first {
+				shorter++
+				if g > max(*first/3, 1) {
+					t.Fatalf("first %d: shorter grace %d above a third of it", *first, g)
+				}
+			} else {
+				longer++
+			}
+			limit = max(limit, time.Duration(*first)*time.Second/4)
+		}
+		if after < 0 || after >= limit {
+			t.Fatalf("first %v: delay %s outside [0, %s)", first, after, limit)
+		}
+	}
+	if shorter < 1000 || longer < 1000 {
+		t.Errorf("%d shorter, %d longer: want both often", shorter, longer)
+	}
+}
+
+func TestSetPlannerRegrace(t *testing.T) {
+	for _, pct := range []int{0, 100} {
+		pl := newSetPlanner(rand.New(rand.NewPCG(5, 6)), 3, 3, 300, false, [setVerbs]int{0, 1, 1, 1, 1})
+		pl.regrace = pct
+		deletes := 0
+		for range 500 {
+			a := pl.next()
+			if a.verb == setDeletePod {
+				deletes++
+				if a.regrace != (pct == 100) {
+					t.Fatalf("regrace %d%%: %v", pct, a)
+				}
+				if a.regrace && (a.regraceGrace < 1 || a.regraceGrace > 300) {
+					t.Fatalf("%v: second grace outside 1..300", a)
+				}
+			} else if a.regrace {
+				t.Fatalf("%v: only deletions are followed by a second one", a)
+			}
+			pl.observe(a, -1, nil)
+		}
+		if deletes == 0 {
+			t.Fatal("no deletion drawn")
+		}
+	}
+}

@@ -29,3 +29,42 @@ func TestReplicasReplicaSet(t *testing.T) {
 		t.Errorf("the 3 sets share scripts: %v", scripted)
 	}
 }
+
+func TestGraceReplicas(t *testing.T) {
+	w, err := Lookup(GraceReplicasName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := w.(*Replicas)
+	if !ok || r.Name() != GraceReplicasName || r.Describe() == (&Replicas{}).Describe() {
+		t.Fatalf("%T %q %q", w, w.Name(), w.Describe())
+	}
+	if diff := cmp.Diff((&Replicas{}).Needs(), w.Needs()); diff != "" {
+		t.Errorf("Needs (-want +got):\n%s", diff)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r.defaults()
+	if r.Namespace != "podsafe-"+GraceReplicasName || r.MaxDeleteGrace != GraceReplicasMaxDelete || r.Regrace <= 0 {
+		t.Errorf("knobs %+v", r.SetKnobs)
+	}
+	for i := range 3 {
+		set := r.replicaSet(i, 1)
+		s := checkScripts(t, set.Spec.Template.Annotations, set.Spec.Template.Spec)["app"]
+		if !s.IgnoreTerm || !s.Forever {
+			t.Errorf("set %d: containers must run until KILL: %+v", i, s)
+		}
+		// Deletions ask for up to 300 s: most are longer than the spec's.
+		if g := *set.Spec.Template.Spec.TerminationGracePeriodSeconds; g >= GraceReplicasMaxDelete/10 {
+			t.Errorf("set %d: spec grace %d s", i, g)
+		}
+	}
+	bad := &Replicas{SetKnobs: SetKnobs{Regrace: 101}}
+	if err := bad.Validate(); err == nil {
+		t.Error("Regrace 101 accepted")
+	}
+	if (&Replicas{}).Name() != "replicas" {
+		t.Error("the plain workload lost its name")
+	}
+}

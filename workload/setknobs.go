@@ -32,6 +32,11 @@ type SetKnobs struct {
 	// OpTimeout bounds each operation in wall time; one that runs out is
 	// recorded unknown (default 2 s).
 	OpTimeout time.Duration
+	// Regrace is the percentage (0..100) of pod deletions that the process
+	// follows, while the pod terminates, with a second deletion asking for
+	// another grace, shorter or longer (operation "regrace"; PS-3, GP-5).
+	// Default 0: none.
+	Regrace int
 	// Weights of create, scale, delete-pod, get and list once the process
 	// knows a set exists (default 0, 3, 3, 2, 1). A set the process has not
 	// looked at is read first and created if missing; creating one known to
@@ -69,6 +74,8 @@ func (k SetKnobs) validate(workload string) error {
 	switch {
 	case k.Sets < 0, k.MaxReplicas < 0, k.TerminationGrace < 0, k.MaxDeleteGrace < 0, k.Interval < 0, k.OpTimeout < 0:
 		return fmt.Errorf("%w: %s: Sets, MaxReplicas, TerminationGrace, MaxDeleteGrace, Interval and OpTimeout must not be negative", ErrInvalidWorkload, workload)
+	case k.Regrace < 0 || k.Regrace > 100:
+		return fmt.Errorf("%w: %s: Regrace is a percentage, 0..100, got %d", ErrInvalidWorkload, workload, k.Regrace)
 	}
 	return validWeights(workload, k.Weights[:])
 }
@@ -80,6 +87,7 @@ func (k *SetKnobs) run(ctx context.Context, env Env, workload string, fam *setFa
 		func(runCtx context.Context, p *proc) {
 			ctx := context.WithoutCancel(runCtx)
 			pl := newSetPlanner(p.rng, k.Sets, k.MaxReplicas, k.MaxDeleteGrace, k.Force, k.Weights)
+			pl.regrace = k.Regrace
 			for p.think(runCtx, k.Interval) {
 				fam.run(ctx, p, pl, pl.next())
 			}
