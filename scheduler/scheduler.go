@@ -377,7 +377,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res *framework
 	s.nominator.Set(pod, node)
 	now := metav1.NewTime(s.cfg.Clock.Now())
 	for _, v := range res.Victims {
-		if corev1helpers.PodPriority(v) >= prio {
+		if corev1helpers.PodPriority(v) >= framework.PreemptableBelow(prio) {
 			// Never reached: candidates hold only lower-priority pods (PR-10).
 			s.log.Error("refusing to preempt a pod of equal or higher priority", "victim", klogRef(v), "preemptor", klogRef(pod))
 			continue

@@ -91,6 +91,12 @@ type Priority struct {
 	// ClassWeights of low, mid, high and high-nopreempt pods (default 4,
 	// 3, 2, 1).
 	ClassWeights [4]int
+	// Gradual lets the slots fill at the workload's pace. By default every
+	// process first creates the pods of all its slots at once, so the
+	// nodes are oversubscribed within the first second: pending pods then
+	// find them full of pods of every class, their own included, and
+	// preemption (or its refusal) starts at once.
+	Gradual bool
 
 	_ struct{}
 }
@@ -199,8 +205,13 @@ func (w *Priority) setup(ctx context.Context, p *proc) error {
 
 func (w *Priority) loop(runCtx context.Context, p *proc) {
 	ctx := context.WithoutCancel(runCtx)
-	pl := newSlotPlanner(p.rng, w.Pods, p.worker, p.workers, w.Lifetime, w.MaxDeleteGrace, w.Force, w.Weights)
-	for p.think(runCtx, w.Interval) {
+	weights := w.Weights
+	if !w.Gradual {
+		// Create only, until the opening burst has filled every slot.
+		weights = [4]int{1, 0, 0, 0}
+	}
+	pl := newSlotPlanner(p.rng, w.Pods, p.worker, p.workers, w.Lifetime, w.MaxDeleteGrace, w.Force, weights)
+	step := func() {
 		a := pl.next(p.clock.Now())
 		runSlot(ctx, p, pl, w.Namespace, "prio-", p.clock.Now, a,
 			func(slot int, variant uint64) error {
@@ -208,6 +219,18 @@ func (w *Priority) loop(runCtx context.Context, p *proc) {
 				return createPod(ctx, p, pod, value)
 			},
 			func(variant uint64) error { return w.getBudget(ctx, p, variant) })
+	}
+	if !w.Gradual {
+		for range pl.owned {
+			if runCtx.Err() != nil {
+				return
+			}
+			step()
+		}
+		pl.weights = w.Weights
+	}
+	for p.think(runCtx, w.Interval) {
+		step()
 	}
 }
 

@@ -1,15 +1,27 @@
 package workload
 
 import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/history"
 )
 
 func TestPriorityTiers(t *testing.T) {
@@ -114,4 +126,83 @@ func TestPriorityValidate(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
+}
+
+// fakeProc is process worker of workers on cs, recording into a history in
+// a temporary directory, on clock clk.
+func fakeProc(t *testing.T, cs kubernetes.Interface, worker, workers int, clk clock.WithTicker) *proc {
+	t.Helper()
+	rec, err := history.Create(filepath.Join(t.TempDir(), "history.jsonl"), history.Meta{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	next := &atomic.Int64{}
+	next.Store(int64(workers))
+	return &proc{workload: "test", worker: worker, workers: workers, pid: worker, nextPID: next, cs: cs,
+		rec: rec, stats: &Stats{}, rng: rand.New(rand.NewPCG(1, uint64(worker)+1)), clock: clk, timeout: time.Second}
+}
+
+// podNames lists the pods of ns in cs, sorted.
+func podNames(t *testing.T, cs kubernetes.Interface, ns string) []string {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// By default a process fills every slot it owns before any time passes:
+// the nodes are oversubscribed at once. Gradual waits for the pace.
+func TestPriorityOpeningBurst(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gradual bool
+		want    []string
+	}{
+		{"burst", false, []string{"prio-1", "prio-4", "prio-7", "prio-10"}},
+		{"gradual", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Priority{Gradual: tc.gradual}
+			w.defaults(3)
+			cs := fake.NewClientset()
+			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			p := fakeProc(t, cs, 1, 3, clk)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); w.loop(ctx, p) }()
+			// The burst needs no clock; the gradual loop waits on the
+			// frozen clock for its first operation.
+			want := sortedCopy(tc.want)
+			deadline := time.Now().Add(5 * time.Second)
+			for len(podNames(t, cs, w.Namespace)) < len(want) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !tc.gradual {
+				for !clk.HasWaiters() && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			got := podNames(t, cs, w.Namespace)
+			cancel()
+			<-done
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("pods created before any time passed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

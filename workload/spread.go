@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/history"
 )
 
 func init() {
@@ -65,11 +67,16 @@ func (r spreadRule) String() string {
 // lifetime is over. The scheduler must judge every placement against the
 // spread at the moment of binding (TS-10).
 //
+// Neighbours in a second namespace carry the labels the constraints select
+// but are pinned to one zone: only pods of the incoming pod's own
+// namespace may count (TS-6), so they must not sway any placement.
+//
 // Operations: spread:create, spread:scale, spread:get, spread:list,
 // spread:list-pods + spread:delete-pod on the ReplicaSets (keys
 // ns/spread<i>); spread:create-pod (key ns/bare-<slot>, Value the
 // constraints), spread:get-pod, spread:delete-pod on the bare pods; and
-// spread:create-namespace once at the start.
+// once at the start spread:create-namespace for both namespaces and
+// spread:create-neighbor (key <ns>-neighbors/<group>-<n>).
 type Spread struct {
 	// Namespace holds the sets and pods (default "podsafe-spread").
 	Namespace string
@@ -103,6 +110,17 @@ type Spread struct {
 	// SetShare is the percentage of operations on the sets rather than the
 	// bare pods (default 60).
 	SetShare int
+	// InitialReplicas is the replicas every set is created with before the
+	// processes start, so the sets spread from the first second (default
+	// 2; negative: none, the processes create the sets as they first look
+	// at them).
+	InitialReplicas int
+	// Neighbors is how many pods of each group (every set's and the bare
+	// pods') live in the namespace <Namespace>-neighbors, with the group's
+	// labels but no constraints, pinned to the first zone (by name) and
+	// never deleted (default 3; negative: none). Counted by mistake, they
+	// would push the group's own pods out of that zone beyond maxSkew.
+	Neighbors int
 
 	_ struct{}
 }
@@ -112,7 +130,7 @@ func (w *Spread) Name() string { return "spread" }
 
 // Describe implements Workload.
 func (w *Spread) Describe() string {
-	return "ReplicaSets and bare pods with zone/hostname topology spread constraints (hard and soft, maxSkew 1..2), scaled and deleted"
+	return "ReplicaSets and bare pods with zone/hostname topology spread constraints (hard and soft, maxSkew 1..2), scaled and deleted, beside look-alike pods of another namespace pinned to one zone"
 }
 
 // Needs implements Workload.
@@ -156,6 +174,12 @@ func (w *Spread) defaults() {
 	}
 	if w.SetShare == 0 {
 		w.SetShare = 60
+	}
+	if w.InitialReplicas == 0 {
+		w.InitialReplicas = 2
+	}
+	if w.Neighbors == 0 {
+		w.Neighbors = 3
 	}
 }
 
@@ -226,8 +250,9 @@ func (w *Spread) Run(ctx context.Context, env Env) error {
 	}
 	w.defaults()
 	fam := &setFamily{ns: w.Namespace, prefix: "spread", replicaSet: w.replicaSet}
+	zone := firstZone(env.Zones)
 	return runProcs(ctx, env, w.Name(), w.OpTimeout,
-		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, w.Namespace) },
+		func(ctx context.Context, p *proc) error { return w.setup(ctx, p, fam, zone) },
 		func(runCtx context.Context, p *proc) {
 			ctx := context.WithoutCancel(runCtx)
 			sp := w.planner(p.rng, p.worker, p.workers)
@@ -244,6 +269,87 @@ func (w *Spread) Run(ctx context.Context, env Env) error {
 					}, nil)
 			}
 		})
+}
+
+// setup creates the namespace and the sets of fam, then the neighbours'
+// namespace and the neighbours, pinned to zone.
+func (w *Spread) setup(ctx context.Context, p *proc, fam *setFamily, zone string) error {
+	if err := p.ensureNamespace(ctx, w.Namespace); err != nil {
+		return err
+	}
+	for i := range w.Sets {
+		replicas := int32(min(w.InitialReplicas, w.MaxReplicas))
+		if replicas <= 0 {
+			break
+		}
+		if err := p.ensure(ctx, "create", fam.key(fam.name(i)), func(ctx context.Context, _ *history.Op) error {
+			_, err := p.cs.AppsV1().ReplicaSets(w.Namespace).Create(ctx, w.replicaSet(i, replicas), metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	pods := w.neighbors(zone)
+	if len(pods) == 0 {
+		return nil
+	}
+	if err := p.ensureNamespace(ctx, w.neighborNamespace()); err != nil {
+		return err
+	}
+	for _, pod := range pods {
+		if err := p.ensure(ctx, "create-neighbor", pod.Namespace+"/"+pod.Name, func(ctx context.Context, _ *history.Op) error {
+			_, err := p.cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Spread) neighborNamespace() string { return w.Namespace + "-neighbors" }
+
+// neighbors builds the neighbour pods: Neighbors of each group, labelled as
+// the group's pods are, without constraints, pinned to zone (anywhere when
+// zone is ""). It is pure.
+func (w *Spread) neighbors(zone string) []*corev1.Pod {
+	if w.Neighbors <= 0 {
+		return nil
+	}
+	groups := []string{bareApp}
+	for i := range w.Sets {
+		groups = append(groups, "spread"+strconv.Itoa(i))
+	}
+	var sel map[string]string
+	if zone != "" {
+		sel = map[string]string{corev1.LabelTopologyZone: zone}
+	}
+	var out []*corev1.Pod
+	for _, g := range groups {
+		for n := range w.Neighbors {
+			out = append(out, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: g + "-" + strconv.Itoa(n), Namespace: w.neighborNamespace(),
+					Labels: map[string]string{labelApp: g}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To(w.TerminationGrace),
+					NodeSelector:                  sel,
+					Containers:                    []corev1.Container{simContainer("app")},
+				},
+			})
+		}
+	}
+	return out
+}
+
+// firstZone is the smallest zone name of the nodes, "" when none has one.
+func firstZone(zones map[string]string) string {
+	first := ""
+	for _, z := range zones {
+		if z != "" && (first == "" || z < first) {
+			first = z
+		}
+	}
+	return first
 }
 
 // replicaSet builds set i with replicas. It is pure.

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // checkConstraints asserts TS-1 validity of a pod's constraints and that
@@ -120,5 +123,131 @@ func TestSpreadPlanner(t *testing.T) {
 	}
 	if onSets < 150 || onSets > 210 {
 		t.Errorf("%d of 300 operations on the sets, want about 60%%", onSets)
+	}
+}
+
+// The neighbours carry each group's labels in another namespace, without
+// constraints, pinned to the zone given: pods the constraints select but
+// must not count (TS-6).
+func TestSpreadNeighbors(t *testing.T) {
+	w := &Spread{}
+	w.defaults()
+	pods := w.neighbors("zone-a")
+	if want := w.Neighbors * (w.Sets + 1); len(pods) != want {
+		t.Fatalf("%d neighbours, want %d (%d for each of %d groups)", len(pods), want, w.Neighbors, w.Sets+1)
+	}
+	perGroup := map[string]int{}
+	names := map[string]bool{}
+	for _, p := range pods {
+		if p.Namespace == w.Namespace || p.Namespace != w.neighborNamespace() {
+			t.Errorf("%s in namespace %q, want %q, not the workload's own", p.Name, p.Namespace, w.neighborNamespace())
+		}
+		if names[p.Name] {
+			t.Errorf("neighbour %s named twice", p.Name)
+		}
+		names[p.Name] = true
+		if len(p.Spec.TopologySpreadConstraints) != 0 {
+			t.Errorf("%s has constraints of its own", p.Name)
+		}
+		if diff := cmp.Diff(map[string]string{corev1.LabelTopologyZone: "zone-a"}, p.Spec.NodeSelector); diff != "" {
+			t.Errorf("%s node selector (-want +got):\n%s", p.Name, diff)
+		}
+		perGroup[p.Labels[labelApp]]++
+	}
+	// Every constraint of every group selects that group's neighbours.
+	groups := map[string][]corev1.TopologySpreadConstraint{}
+	for i := range w.Sets {
+		rs := w.replicaSet(i, 1)
+		groups[rs.Name] = rs.Spec.Template.Spec.TopologySpreadConstraints
+	}
+	for variant := range uint64(20) {
+		pod, _ := w.barePod(0, variant)
+		groups[bareApp] = append(groups[bareApp], pod.Spec.TopologySpreadConstraints...)
+	}
+	for g, cs := range groups {
+		if perGroup[g] != w.Neighbors {
+			t.Errorf("group %s has %d neighbours, want %d", g, perGroup[g], w.Neighbors)
+		}
+		for _, c := range cs {
+			sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sel.Matches(labels.Set{labelApp: g}) {
+				t.Errorf("group %s: constraint selector %v does not select its neighbours", g, c.LabelSelector)
+			}
+		}
+	}
+
+	if pods := w.neighbors(""); len(pods) == 0 || pods[0].Spec.NodeSelector != nil {
+		t.Errorf("without zones the neighbours must go anywhere, got %d pods", len(pods))
+	}
+	none := &Spread{Neighbors: -1}
+	none.defaults()
+	if pods := none.neighbors("zone-a"); len(pods) != 0 {
+		t.Errorf("Neighbors -1 built %d neighbours", len(pods))
+	}
+}
+
+func TestFirstZone(t *testing.T) {
+	for _, tc := range []struct {
+		zones map[string]string
+		want  string
+	}{
+		{map[string]string{"node-0": "zone-b", "node-1": "zone-a", "node-2": ""}, "zone-a"},
+		{map[string]string{"node-0": ""}, ""},
+		{nil, ""},
+	} {
+		if got := firstZone(tc.zones); got != tc.want {
+			t.Errorf("firstZone(%v) = %q, want %q", tc.zones, got, tc.want)
+		}
+	}
+}
+
+// Setup creates the sets with InitialReplicas before the processes start,
+// and the neighbours in their own namespace.
+func TestSpreadSetup(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		w         Spread
+		replicas  int32 // -1: no set created
+		neighbors int
+	}{
+		{"defaults", Spread{}, 2, 3},
+		{"capped by MaxReplicas", Spread{InitialReplicas: 9, MaxReplicas: 3}, 3, 3},
+		{"none", Spread{InitialReplicas: -1, Neighbors: -1}, -1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.w
+			w.defaults()
+			cs := fake.NewClientset()
+			p := fakeProc(t, cs, 0, 1, clocktesting.NewFakeClock(time.Unix(0, 0)))
+			fam := &setFamily{ns: w.Namespace, prefix: "spread", replicaSet: w.replicaSet}
+			if err := w.setup(context.Background(), p, fam, "zone-a"); err != nil {
+				t.Fatal(err)
+			}
+			sets, err := cs.AppsV1().ReplicaSets(w.Namespace).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.replicas < 0 {
+				if len(sets.Items) != 0 {
+					t.Errorf("%d sets created, want none", len(sets.Items))
+				}
+			} else if len(sets.Items) != w.Sets {
+				t.Errorf("%d sets created, want %d", len(sets.Items), w.Sets)
+			}
+			for _, rs := range sets.Items {
+				if *rs.Spec.Replicas != tc.replicas {
+					t.Errorf("%s created with %d replicas, want %d", rs.Name, *rs.Spec.Replicas, tc.replicas)
+				}
+			}
+			if got := len(podNames(t, cs, w.neighborNamespace())); got != tc.neighbors*(w.Sets+1) {
+				t.Errorf("%d neighbours created, want %d", got, tc.neighbors*(w.Sets+1))
+			}
+			if got := podNames(t, cs, w.Namespace); len(got) != 0 {
+				t.Errorf("setup created pods %v in the workload's namespace", got)
+			}
+		})
 	}
 }

@@ -5,7 +5,9 @@ package framework
 
 import (
 	"context"
+	"math"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +58,21 @@ type PostFilterPlugin interface {
 type PostFilterResult struct {
 	NominatedNodeName string
 	Victims           []*corev1.Pod
+}
+
+// PreemptableBelow is the priority a pod must be below to be preempted by a
+// pod of priority prio: prio itself, as preemption only ever removes pods of
+// strictly lower priority (PR-10). Victim selection and the scheduler's
+// last check before deleting a victim both ask it.
+func PreemptableBelow(prio int32) int32 {
+	// Planted bug of the bug zoo (scheduler-preempts-equal-priority): pods
+	// of the preemptor's own priority count as victims too, breaking PR-10.
+	failpoint.Inject("preemptsEqualPriority", func() {
+		if prio < math.MaxInt32 {
+			prio++
+		}
+	})
+	return prio
 }
 
 // PreScorePlugin computes per-pod scoring state over the feasible nodes.

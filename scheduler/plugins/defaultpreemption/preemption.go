@@ -136,7 +136,7 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 		// An invalid term made PreFilter fail already; none is left here.
 		affinity = terms.RequiredAffinity
 	}
-	order, lowest := lowestFirst(potential, int(pl.offset.Load()%int64(len(potential))), corev1helpers.PodPriority(pod))
+	order, lowest := lowestFirst(potential, int(pl.offset.Load()%int64(len(potential))), framework.PreemptableBelow(corev1helpers.PodPriority(pod)))
 	workers := framework.Parallelism()
 	var cands []*Candidate
 	var best *Candidate
@@ -184,17 +184,17 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 }
 
 // lowestFirst orders nodes, taken round from start, by the lowest priority
-// among their pods of lower priority than prio, lowest first; nodes without
+// among their pods of priority below below, lowest first; nodes without
 // such pods are left out, as no removal can make room on them. lowest[i] is
 // that priority for order[i].
-func lowestFirst(nodes []*framework.NodeInfo, start int, prio int32) (order []*framework.NodeInfo, lowest []int32) {
+func lowestFirst(nodes []*framework.NodeInfo, start int, below int32) (order []*framework.NodeInfo, lowest []int32) {
 	groups := map[int32][]*framework.NodeInfo{}
 	var keys []int32
 	for i := range nodes {
 		ni := nodes[(start+i)%len(nodes)]
 		low, found := int32(math.MaxInt32), false
 		for _, pi := range ni.Pods {
-			if pi.Priority < prio {
+			if pi.Priority < below {
 				low, found = min(low, pi.Priority), true
 			}
 		}
@@ -223,10 +223,10 @@ func lowestFirst(nodes []*framework.NodeInfo, start int, prio int32) (order []*f
 // pod is no candidate (PR-8): the pod is attracted by the very pods
 // preemption would remove.
 func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget, affinity []framework.AffinityTerm) *Candidate {
-	prio := corev1helpers.PodPriority(pod)
+	below := framework.PreemptableBelow(corev1helpers.PodPriority(pod))
 	lower := make([]*framework.PodInfo, 0, len(ni.Pods))
 	for _, pi := range ni.Pods {
-		if pi.Priority < prio {
+		if pi.Priority < below {
 			lower = append(lower, pi)
 		}
 	}

@@ -3,6 +3,7 @@ package podtopologyspread
 import (
 	"math"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,9 +147,14 @@ func (f nodeFilter) includes(c constraint, node *corev1.Node) bool {
 // countMatching counts the pods of ni in namespace ns that sel matches,
 // ignoring pods already being deleted. Pods on tainted nodes count (TS-11).
 func countMatching(pods []*framework.PodInfo, ns string, sel labels.Selector) int {
+	anyNamespace := false
+	// Planted bug of the bug zoo (scheduler-counts-other-namespaces):
+	// matching pods of every namespace count, not only the incoming pod's
+	// (breaks TS-6).
+	failpoint.Inject("countsOtherNamespaces", func() { anyNamespace = true })
 	n := 0
 	for _, pi := range pods {
-		if podMatches(pi.Pod, ns, sel) {
+		if podMatches(pi.Pod, ns, sel) || anyNamespace && podMatches(pi.Pod, pi.Pod.Namespace, sel) {
 			n++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -122,7 +123,14 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	s := d.(*preFilterState)
 	node := ni.Node()
 	if !hasAllKeys(node, s.constraints) {
-		return rejectNoLabels
+		reject := true
+		// Planted bug of the bug zoo (scheduler-ignores-missing-topology-key):
+		// a node lacking a constraint's topology key is eligible, its
+		// missing domain counting as empty (breaks TS-5).
+		failpoint.Inject("ignoresMissingTopologyKey", func() { reject = false })
+		if reject {
+			return rejectNoLabels
+		}
 	}
 	for i, c := range s.constraints {
 		domain := node.Labels[c.topologyKey]
