@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -28,21 +29,27 @@ var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 //   - the fencing controller, once the fencing controller (or an admin, who
 //     may fence by hand) wrote the node's status (PS-14).
 //
-// The history does not show the API's view of the pod, so the checker
-// approximates, in the direction that never reports an allowed deletion:
-// a grace-0 deletion is judged only when the ledger shows a container of the
-// pod running throughout the call (for an unbound, terminal or finished pod
-// grace 0 is no force deletion, GP-6; the pod's node is where that container
-// ran); a node status write by the fencing controller counts as the fence
-// confirmation (its content is not recorded), and a later unfence is not
-// seen; a deletion or write of unknown outcome counts as done. Any other
-// identity's force deletion of a running pod is Illegal, and so is a
-// kubelet's of a pod of another node or of its own pod still running (PS-8).
-// When the history has no ledger at all, force deletions by other identities
-// cannot be judged and the verdict is Unknown.
+// The checker approximates the API's view of the pod in the direction that
+// never reports an allowed deletion. A grace-0 deletion is judged when the
+// ledger shows a container of the pod running throughout the call (the
+// pod's node is where that container ran), or, for identities other than
+// kubelets, when the store recorded the pod deleted (the object as the call
+// removed it) bound to a node and not terminal, whether or not its kubelet
+// had started it: PS-9 and PS-14 forbid the force deletion itself. Any
+// other grace-0 deletion (of an unbound, terminal or finished pod, for
+// which grace 0 is no force deletion, GP-6) is not judged. A node status
+// write by the fencing controller counts as the fence confirmation (its
+// content is not recorded), and a later unfence is not seen; a deletion or
+// write of unknown outcome counts as done. Any other identity's force
+// deletion of a running (or bound, not terminal) pod is Illegal, and so is
+// a kubelet's of a pod of another node or of its own pod still running
+// (PS-8). When the history has neither a ledger nor the store's record of
+// the deletion, force deletions by other identities cannot be judged and
+// the verdict is Unknown.
 //
-// It is pure, bounded by O(n log n + deletions × runs of their pod), and
-// answers Unknown when ctx ends or opts.Timeout passes first.
+// It is pure, bounded by O(n log n + deletions × runs of their pod) in the
+// API history, ledger and store events, and answers Unknown when ctx ends
+// or opts.Timeout passes first.
 func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
 	start := time.Now()
 	ctx, cancel := withTimeout(ctx, opts)
@@ -95,8 +102,28 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 			continue
 		}
 		r, running := w.runningThrough(c)
+		_, kubelet := kubeletNode(c.Identity)
+		if !running && !kubelet {
+			if d, ok := w.deletedBound(c); ok {
+				why, license := w.judge(c, d.node)
+				if why == "" {
+					byWhom[license]++
+					continue
+				}
+				illegal++
+				res.Stats.Keys++
+				if len(ev) < opts.maxEvidence() {
+					ev = append(ev, Evidence{
+						Key: podRef(c.Namespace, c.Name),
+						Description: fmt.Sprintf("%s force deleted pod %s (%s), which the store recorded deleted (rv %s, t=%s) bound to node %s in phase %s: %s",
+							c.Identity, podRef(c.Namespace, c.Name), callRef(c), d.rv, time.Duration(d.t), d.node, d.phase, why),
+						API: apiCalls(h.API, i),
+					})
+				}
+				continue
+			}
+		}
 		if !running {
-			_, kubelet := kubeletNode(c.Identity)
 			switch {
 			case kubelet:
 				finished++
@@ -111,7 +138,7 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 			}
 			continue
 		}
-		why, license := w.judge(c, r)
+		why, license := w.judge(c, r.node)
 		if why == "" {
 			byWhom[license]++
 			continue
@@ -146,7 +173,7 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	switch {
 	case illegal > 0:
 		res.Evidence = ev
-		return finish(Illegal, fmt.Sprintf("%s of running pods came from identities without the authority, first %s%s",
+		return finish(Illegal, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s%s",
 			count(illegal, "force deletion"), ev[0].Description, suffix))
 	case undecided > 0:
 		res.Evidence = undecidedEv
@@ -187,6 +214,56 @@ type witness struct {
 	byUID  map[string][]int // uid -> runs
 	byPod  map[string][]string
 	nodeOp map[string][]int // node -> admin deletions, creates and fence writes of it
+	// deleted maps a pod UID to the store's DELETED event of it, parsed
+	// on first use.
+	deleted map[string]deletedPod
+}
+
+// deletedPod is a pod as the store recorded it deleted.
+type deletedPod struct {
+	node, phase, rv string
+	t               int64
+}
+
+// deletedBound returns the store's record of the deletion of the pod c
+// removed (by the UID c's answer named) when the pod was then bound to a
+// node and not terminal: grace 0 removed it at once, with no grace for
+// whatever its kubelet ran or was about to run.
+func (w *witness) deletedBound(c history.APICall) (deletedPod, bool) {
+	if c.UID == "" {
+		return deletedPod{}, false
+	}
+	if w.deleted == nil {
+		w.deleted = map[string]deletedPod{}
+		for _, ev := range w.h.Store {
+			if ev.Type != history.StoreDeleted || ev.Resource != "pods" || len(ev.Object) == 0 {
+				continue
+			}
+			var p struct {
+				Metadata struct {
+					UID string `json:"uid"`
+				} `json:"metadata"`
+				Spec struct {
+					NodeName string `json:"nodeName"`
+				} `json:"spec"`
+				Status struct {
+					Phase string `json:"phase"`
+				} `json:"status"`
+			}
+			if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
+				continue
+			}
+			w.deleted[p.Metadata.UID] = deletedPod{node: p.Spec.NodeName, phase: p.Status.Phase, rv: ev.RV, t: ev.T}
+		}
+	}
+	d, ok := w.deleted[c.UID]
+	if !ok || d.node == "" || d.phase == "Succeeded" || d.phase == "Failed" {
+		return deletedPod{}, false
+	}
+	if d.phase == "" {
+		d.phase = "Pending"
+	}
+	return d, true
 }
 
 func newWitness(h *history.History, runs []run) *witness {
@@ -231,26 +308,27 @@ func (w *witness) runningThrough(c history.APICall) (run, bool) {
 	return best, found
 }
 
-// judge says why c, a force deletion of the pod of r, was not allowed, or
-// returns "" and the license it had.
-func (w *witness) judge(c history.APICall, r run) (why, license string) {
-	if node, ok := kubeletNode(c.Identity); ok {
-		if node == r.node {
+// judge says why c, a force deletion of a pod of node (still running
+// there, or bound there and not terminal), was not allowed, or returns ""
+// and the license it had.
+func (w *witness) judge(c history.APICall, node string) (why, license string) {
+	if kn, ok := kubeletNode(c.Identity); ok {
+		if kn == node {
 			return "PS-8: a kubelet finishes a deletion only once all the pod's containers are confirmed terminated, and this one still ran", ""
 		}
-		return fmt.Sprintf("PS-8: only kubelet:%s finishes the deletion of the pods of node %s", r.node, r.node), ""
+		return fmt.Sprintf("PS-8: only kubelet:%s finishes the deletion of the pods of node %s", node, node), ""
 	}
 	switch c.Identity {
 	case identityPodGC:
-		if w.nodeDeleted(r.node, c) {
+		if w.nodeDeleted(node, c) {
 			return "", "podgc"
 		}
-		return fmt.Sprintf("PS-10: pod GC force deletes only pods whose node object is gone, and the history shows no admin deletion of node %s before (or it registered again)", r.node), ""
+		return fmt.Sprintf("PS-10: pod GC force deletes only pods whose node object is gone, and the history shows no admin deletion of node %s before (or it registered again)", node), ""
 	case identityFencing:
-		if w.nodeFenced(r.node, c) {
+		if w.nodeFenced(node, c) {
 			return "", "fencing"
 		}
-		return fmt.Sprintf("PS-14: the fencing controller force deletes only after the node's fence is confirmed, and the history shows no status write of node %s by the fencing controller before", r.node), ""
+		return fmt.Sprintf("PS-14: the fencing controller force deletes only after the node's fence is confirmed, and the history shows no status write of node %s by the fencing controller before", node), ""
 	}
 	return "PS-9: controllers and users only delete gracefully; force deletion is reserved to admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones", ""
 }

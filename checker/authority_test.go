@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -122,4 +123,72 @@ func TestAuthorityEmpty(t *testing.T) {
 	mustVerdict(t, CheckAuthority(bg, &history.History{}, Options{}), Unknown)
 	b := (&hb{}).call(1, "workload", "get", "pods", "default", "web-0")
 	mustVerdict(t, CheckAuthority(bg, b.history(), Options{}), Unknown)
+}
+
+// storeDeleted records the store's DELETED event of pod web-0 with UID u,
+// bound to node ("" for none) in phase.
+func (b *hb) storeDeleted(t float64, u, node, phase string) *hb {
+	obj := fmt.Sprintf(`{"metadata":{"namespace":"default","name":"web-0","uid":%q},"spec":{"nodeName":%q},"status":{"phase":%q}}`, u, node, phase)
+	b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreDeleted, Resource: "pods", Namespace: "default", Name: "web-0",
+		RV: "42", Object: []byte(obj), T: secs(t)})
+	return b
+}
+
+// pendingPod is web-0 (UID a), created and bound to n1, whose kubelet never
+// started it (its node is cut off), force deleted at 10 s by identity.
+func pendingPod(identity string, mods ...func(*history.APICall)) *hb {
+	return (&hb{}).created(0.5, identityPet, "web-0", "a").
+		force(10, identity, mods...).
+		led(20, start, "n2", "web-1", "b")
+}
+
+// A force deletion forbids itself, running container or not: the store's
+// record of the deleted object shows the pod bound and not terminal.
+func TestAuthorityBoundPodNeverStarted(t *testing.T) {
+	b := pendingPod(identityFencing).storeDeleted(10.01, "a", "n1", "Pending").
+		call(11, identityFencing, "update", "nodes", "", "n1", sub("status"))
+	res := mustVerdict(t, CheckAuthority(bg, b.history(), Options{}), Illegal)
+	ev := res.Evidence[0]
+	if ev.Key != "default/web-0" || len(ev.API) != 1 || ev.API[0].Identity != identityFencing || len(ev.Ledger) != 0 {
+		t.Errorf("evidence %+v, want the fencing controller's deletion and no ledger entry", ev)
+	}
+	mustMention(t, "description", ev.Description, "PS-14", "fencing-controller delete pods default/web-0 grace 0",
+		"bound to node n1", "phase Pending", "rv 42")
+
+	tests := []struct {
+		name    string
+		b       *hb
+		want    Verdict
+		mention string
+	}{
+		{"fencing after the fence", (&hb{}).created(0.5, identityPet, "web-0", "a").
+			call(8, identityFencing, "update", "nodes", "", "n1", sub("status")).
+			force(10, identityFencing).storeDeleted(10.01, "a", "n1", "Pending").
+			led(20, start, "n2", "web-1", "b"), Ok, "1 by the fencing controller after a fence"},
+		{"a controller", pendingPod("pet-controller").storeDeleted(10.01, "a", "n1", "Running"), Illegal, "PS-9"},
+		{"pod GC with the node in place", pendingPod(identityPodGC).storeDeleted(10.01, "a", "n1", ""), Illegal, "PS-10"},
+		{"no ledger at all", (&hb{}).force(10, "node-controller").storeDeleted(10.01, "a", "n1", "Pending"), Illegal, "PS-9"},
+		// Grace 0 is no force deletion for these (GP-6).
+		{"terminal", pendingPod("pet-controller").storeDeleted(10.01, "a", "n1", "Failed"), Ok, "no container running"},
+		{"succeeded", pendingPod("pet-controller").storeDeleted(10.01, "a", "n1", "Succeeded"), Ok, "no container running"},
+		{"unbound", pendingPod("pet-controller").storeDeleted(10.01, "a", "", "Pending"), Ok, "no container running"},
+		// The store's record must be of the UID the call removed.
+		{"another UID of the name", pendingPod("pet-controller").storeDeleted(10.01, "z", "n1", "Pending"), Ok, "no container running"},
+		{"no UID in the answer", (&hb{}).created(0.5, identityPet, "web-0", "a").
+			call(10, "pet-controller", "delete", "pods", "default", "web-0", askGrace(0)).
+			storeDeleted(10.01, "a", "n1", "Pending").led(20, start, "n2", "web-1", "b"), Ok, "no container running"},
+		// A kubelet's grace-0 deletion is judged from the ledger alone.
+		{"the pod's kubelet", pendingPod("kubelet:n1").storeDeleted(10.01, "a", "n1", "Running"), Ok, "1 by kubelets finishing"},
+		{"refused", pendingPod("pet-controller", code(403), outcome(history.StatusFail)).storeDeleted(30, "a", "n1", "Running"), Ok, "none asking for grace 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustVerdict(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want)
+			text := res.Summary
+			if len(res.Evidence) > 0 {
+				text += "\n" + res.Evidence[0].Description
+			}
+			mustMention(t, "result", text, tt.mention)
+		})
+	}
 }

@@ -282,40 +282,43 @@ func newGraceFacts(store []history.StoreEvent) *graceFacts {
 		case ev.Resource != "pods" || len(ev.Object) == 0:
 			continue
 		}
-		var p struct {
-			Metadata struct {
-				UID                        string            `json:"uid"`
-				DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds"`
-				Annotations                map[string]string `json:"annotations"`
-			} `json:"metadata"`
-			Spec struct {
-				Containers     []probedContainer `json:"containers"`
-				InitContainers []probedContainer `json:"initContainers"`
-			} `json:"spec"`
-			Status struct {
-				Reason string `json:"reason"`
-			} `json:"status"`
-		}
-		if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
+		// A pod's containers and scripts are fixed at its creation: the
+		// full decode happens once per UID; later changes are read with the
+		// fast pod scanner for the fields that change.
+		var quick poPod
+		if poDecode(ev.Object, &quick) != nil || quick.Metadata.UID == "" {
 			continue
 		}
-		u := p.Metadata.UID
+		u := quick.Metadata.UID
 		pf := f.pods[u]
 		if pf == nil {
+			var p struct {
+				Metadata struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+				Spec struct {
+					Containers     []probedContainer `json:"containers"`
+					InitContainers []probedContainer `json:"initContainers"`
+				} `json:"spec"`
+			}
+			if json.Unmarshal(ev.Object, &p) != nil {
+				continue
+			}
 			pf = &podGraceFacts{gone: math.MaxInt64}
 			f.pods[u] = pf
 			last[u] = -1
-		}
-		for _, c := range append(p.Spec.Containers, p.Spec.InitContainers...) {
-			if c.StartupProbe != nil || c.LivenessProbe != nil {
-				pf.probes = true
+			for _, c := range append(p.Spec.Containers, p.Spec.InitContainers...) {
+				if c.StartupProbe != nil || c.LivenessProbe != nil {
+					pf.probes = true
+				}
+			}
+			for k, v := range p.Metadata.Annotations {
+				if strings.HasPrefix(k, scriptAnnotationPrefix) && (strings.HasPrefix(v, "mem=") || strings.Contains(v, " mem=")) {
+					f.memory = true
+				}
 			}
 		}
-		for k, v := range p.Metadata.Annotations {
-			if strings.HasPrefix(k, scriptAnnotationPrefix) && (strings.HasPrefix(v, "mem=") || strings.Contains(v, " mem=")) {
-				f.memory = true
-			}
-		}
+		p := quick
 		if p.Status.Reason == "Evicted" {
 			pf.evicted = true
 		}

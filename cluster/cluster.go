@@ -82,6 +82,12 @@ type Config struct {
 	Controller ControllerOptions
 	// DisablePreemption turns the scheduler's preemption off (PR-13).
 	DisablePreemption bool
+	// BypassAuthority switches the API servers' authority rules (who may
+	// force delete, PS-8..PS-10, PS-14) from refusing to logging: a planted
+	// weakness, so that the bug zoo can show the checkers catch a
+	// controller's force deletion on their own, with the defence in depth
+	// out of the way.
+	BypassAuthority bool
 
 	_ struct{}
 }

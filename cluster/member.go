@@ -89,10 +89,11 @@ func (c *Cluster) startMember(m *member) (err error) {
 		tokens[tok] = id
 	}
 	api, err := apiserver.New(apiserver.Config{
-		Store:  store,
-		Tokens: tokens,
-		Clock:  c.clock,
-		Logger: log.With("component", "apiserver"),
+		Store:           store,
+		Tokens:          tokens,
+		Clock:           c.clock,
+		Logger:          log.With("component", "apiserver"),
+		BypassAuthority: c.cfg.BypassAuthority,
 	})
 	if err != nil {
 		store.Close()

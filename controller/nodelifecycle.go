@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 // Defaults of NodeLifecycleConfig, as Kubernetes sets them.
@@ -367,11 +369,18 @@ func (nl *NodeLifecycle) evictPods(ctx context.Context, nodeName string) error {
 		return fmt.Errorf("listing pods of node %s: %w", nodeName, err)
 	}
 	now := nl.cfg.Clock.Now()
+	force := false
+	// Failpoint nodeControllerForceDeletes is a PLANTED BUG for the bug zoo,
+	// inert unless a scenario switches it on: the pods of the down node,
+	// terminating ones included, are force deleted (grace 0) instead of
+	// deleted gracefully, so their replacements may start while they still
+	// run there (breaks PS-9, PS-11).
+	failpoint.Inject("nodeControllerForceDeletes", func() { force = true })
 	var next time.Duration
 	var errs []error
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
-		if podTerminating(pod) || podTerminal(pod) {
+		if podTerminal(pod) || (podTerminating(pod) && !force) {
 			continue
 		}
 		tol, forever := tolerationFor(pod, taint, nl.cfg.DefaultTolerationSeconds)
@@ -384,7 +393,7 @@ func (nl *NodeLifecycle) evictPods(ctx context.Context, nodeName string) error {
 			}
 			continue
 		}
-		if err := nl.evict(ctx, pod); err != nil {
+		if err := nl.evict(ctx, pod, force); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -398,8 +407,9 @@ func (nl *NodeLifecycle) evictPods(ctx context.Context, nodeName string) error {
 }
 
 // evict marks pod NodeDown (and Failed under the LC-4 policy) and, unless it
-// was failed, deletes it gracefully with its own grace period.
-func (nl *NodeLifecycle) evict(ctx context.Context, pod *corev1.Pod) error {
+// was failed, deletes it gracefully with its own grace period; force (only
+// ever set by a planted bug) deletes it with grace 0 instead.
+func (nl *NodeLifecycle) evict(ctx context.Context, pod *corev1.Pod, force bool) error {
 	p := pod.DeepCopy()
 	setPodCondition(p, corev1.PodCondition{
 		Type: PodConditionNodeDown, Status: corev1.ConditionTrue, Reason: ReasonNodeDown,
@@ -426,7 +436,11 @@ func (nl *NodeLifecycle) evict(ctx context.Context, pod *corev1.Pod) error {
 		nl.log.Warn("pod failed, node lost", "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName)
 		return nil
 	}
-	err = nl.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, preconditionUID(p.UID))
+	opts := preconditionUID(p.UID)
+	if force {
+		opts.GracePeriodSeconds = ptr.To[int64](0)
+	}
+	err = nl.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s/%s of down node %s: %w", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
 	}

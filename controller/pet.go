@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pingcap/failpoint"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -171,6 +172,12 @@ func (pc *Pet) sync(ctx context.Context, key string) error {
 		return err
 	}
 	plan := planPets(set, pets, pc.nodeReady)
+	// Failpoint petReplacesEarly is a PLANTED BUG for the bug zoo, inert
+	// unless a scenario switches it on: a pet that began graceful deletion
+	// is replaced at once, its object force deleted to free the name,
+	// instead of once the object is gone; the old pet may still run when
+	// its replacement starts (breaks PS-11).
+	failpoint.Inject("petReplacesEarly", func() { plan.create = append(plan.create, pc.freeTerminating(ctx, set, pets)...) })
 	var errs []error
 	for _, ord := range plan.create {
 		if err := pc.createPet(ctx, set, ord); err != nil {
@@ -189,6 +196,25 @@ func (pc *Pet) sync(ctx context.Context, key string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// freeTerminating force deletes the set's terminating pets within its
+// replicas and returns their ordinals. Only the petReplacesEarly planted
+// bug calls it: the pet controller never force deletes.
+func (pc *Pet) freeTerminating(ctx context.Context, set *appsv1.StatefulSet, pets map[int]*corev1.Pod) []int {
+	var freed []int
+	for ord, p := range pets {
+		if ord >= int(ptr.Deref(set.Spec.Replicas, 1)) || !podTerminating(p) {
+			continue
+		}
+		opts := preconditionUID(p.UID)
+		opts.GracePeriodSeconds = ptr.To[int64](0)
+		if err := pc.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts); err == nil || apierrors.IsNotFound(err) {
+			freed = append(freed, ord)
+		}
+	}
+	sort.Ints(freed)
+	return freed
 }
 
 // nodeReady reports whether the named node exists and is Ready.

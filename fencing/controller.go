@@ -247,6 +247,14 @@ func (c *Controller) fence(ctx context.Context, node *corev1.Node, why candidacy
 	// is not confirmed, nothing is recorded and the node is retried.
 	// Failpoint agentDelay: fence agents that take their time to confirm.
 	failpoint.Inject("agentDelay", func() {})
+	// Failpoint deletesBeforeFence is a PLANTED BUG for the bug zoo, inert
+	// unless a scenario switches it on: the node's pods are force deleted
+	// under a licence forged before any agent fenced the node and before the
+	// fence is recorded, so their replacements may start while they still
+	// run there (breaks PS-14).
+	failpoint.Inject("deletesBeforeFence", func() {
+		_, _ = c.forceDeletePods(ctx, confirmedFence{node: node, recordedFence: recordedFence{token: token}})
+	})
 	for _, a := range c.cfg.Agents {
 		if err := a.Fence(ctx, name, token); err != nil {
 			err = fmt.Errorf("fencing node %s with token %d: agent %s: %w: %w", name, token, a.Name(), ErrAgentFailed, err)

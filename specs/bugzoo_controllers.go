@@ -7,34 +7,36 @@ import (
 )
 
 // Planted bugs of the controllers, the fencing controller and the storage
-// server. Each is a failpoint in the real code path. The API servers refuse
-// the unlicensed force deletions of the first three (PS-9, PS-14), so those
-// bugs bite only with the API servers' authority bypassed.
+// server, each a failpoint in the real code path. The API servers refuse a
+// force deletion without a licence (PS-9, PS-14), so the first three run
+// with the API servers' authority rules bypassed (Scenario.BypassAuthority):
+// the checkers must catch the controller's bug on their own. The storage
+// server stands alone.
 func init() {
 	registerBug(Bug{
 		Name:        "node-controller-force-deletes",
-		Description: "the node lifecycle controller force deletes (grace 0) the pods of a node that stopped heart-beating instead of deleting them gracefully (breaks PS-9, PS-11; needs a failpoint build)",
+		Description: "the node lifecycle controller force deletes (grace 0) the pods of a node that stopped heart-beating, terminating ones too, instead of deleting them gracefully (breaks PS-9, PS-11; needs a failpoint build)",
 		Failpoint:   "github.com/podsafe/podsafe/controller/nodeControllerForceDeletes",
 		Guarantees:  []string{"PS-9", "PS-11"},
 		Checker:     checker.AuthorityChecker,
 		// The controller evicts a pod 50 s (lease grace) + 300 s (default
-		// toleration) of cluster time after the node went quiet: 7 s of
-		// wall time at the default time scale, so the partitions must last
-		// longer than that.
-		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"},
-			NemesisInterval: Duration(12 * time.Second), Duration: Duration(25 * time.Second), Seed: 1},
+		// toleration) of cluster time after its node went quiet: 7 s of
+		// wall time at the default time scale, so the partitions are long.
+		// The pet still runs behind the partition when it is force deleted.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, BypassAuthority: true,
+			NemesisInterval: Duration(11 * time.Second), Duration: Duration(25 * time.Second), Seed: 1},
 	})
 	registerBug(Bug{
 		Name:        "pet-controller-replaces-early",
-		Description: "the pet controller replaces a pet as soon as it begins graceful deletion, force deleting its object, instead of once the object is gone (breaks PS-11; needs a failpoint build)",
+		Description: "the pet controller replaces a pet as soon as it begins graceful deletion, force deleting its object to free the name, instead of once the object is gone (breaks PS-11; needs a failpoint build)",
 		Failpoint:   "github.com/podsafe/podsafe/controller/petReplacesEarly",
 		Guarantees:  []string{"PS-11"},
 		Checker:     checker.AtMostOneChecker,
-		// A pet deleted gracefully on a partitioned node keeps running (its
-		// kubelet never hears of the deletion) while its replacement runs
-		// elsewhere.
-		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"},
-			NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
+		// A pet deleted on a partitioned node keeps running: its kubelet
+		// never hears of the deletion, whatever the grace, while the
+		// replacement starts on another node.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, BypassAuthority: true,
+			NemesisInterval: Duration(4 * time.Second), Duration: Duration(20 * time.Second), Seed: 1},
 	})
 	registerBug(Bug{
 		Name:        "fencing-deletes-before-fence",
@@ -42,7 +44,11 @@ func init() {
 		Failpoint:   "github.com/podsafe/podsafe/fencing/deletesBeforeFence",
 		Guarantees:  []string{"PS-14"},
 		Checker:     checker.AuthorityChecker,
-		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true,
+		// The first partitioned node that carries a pet is fenced (storage,
+		// then power) within half a second of losing its lease; its pets,
+		// running or still pending there, are force deleted before any
+		// agent acted or the fence was recorded.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true, BypassAuthority: true,
 			NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
 	})
 	registerBug(Bug{

@@ -147,15 +147,16 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	need := w.Needs()
 	cfg := cluster.Config{
-		Kubelets:    need.Kubelets,
-		Scheduler:   need.Scheduler,
-		Controllers: need.Controllers,
-		Fencing:     cluster.FencingOptions{Enabled: need.Fencing || s.Fencing, Agents: s.FenceAgents},
-		Topology:    s.Topology,
-		TimeScale:   s.TimeScale,
-		Durable:     s.Durable,
-		StaleReads:  s.hasBug("stale-read"),
-		Logger:      log,
+		Kubelets:        need.Kubelets,
+		Scheduler:       need.Scheduler,
+		Controllers:     need.Controllers,
+		Fencing:         cluster.FencingOptions{Enabled: need.Fencing || s.Fencing, Agents: s.FenceAgents},
+		BypassAuthority: s.BypassAuthority,
+		Topology:        s.Topology,
+		TimeScale:       s.TimeScale,
+		Durable:         s.Durable,
+		StaleReads:      s.hasBug("stale-read"),
+		Logger:          log,
 		// Whatever the node runtimes run goes into the history, so the
 		// checkers judge from the same file.
 		Ledger: LedgerRecorder(rec),

@@ -63,6 +63,11 @@ type Scenario struct {
 	// FenceAgents names the fence agents in order (storage, power,
 	// network); empty means the cluster's default (storage, then power).
 	FenceAgents []string `json:"fenceAgents,omitempty"`
+	// BypassAuthority makes the API servers log their authority refusals
+	// and let the requests through (cluster.Config.BypassAuthority): the
+	// bug zoo's controller bugs need it, since the API would refuse their
+	// force deletions.
+	BypassAuthority bool `json:"bypassAuthority,omitempty"`
 
 	_ struct{}
 }

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	"k8s.io/utils/clock"
 
 	"github.com/podsafe/podsafe/kubelet"
@@ -124,6 +125,12 @@ func (s *Server) Write(wr kubelet.StorageWrite) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, fenced := s.fenced[wr.Node]
+	// Failpoint acceptFencedWrites is a PLANTED BUG for the bug zoo, inert
+	// unless a scenario switches it on: the server forgets its fences and
+	// accepts the writes of a fenced node, so a pet cut off from the control
+	// plane keeps writing the volume its replacement now writes (breaks
+	// PS-15, PS-14).
+	failpoint.Inject("acceptFencedWrites", func() { fenced = false })
 	action := kubelet.ActionWrite
 	if fenced {
 		action = kubelet.ActionWriteRefused

@@ -34,6 +34,7 @@ type testFlags struct {
 	bugs            []string
 	fencing         bool
 	fenceAgents     []string
+	bypassAuthority bool
 }
 
 func newTestCmd() *cobra.Command {
@@ -66,6 +67,7 @@ func newTestCmd() *cobra.Command {
 	fl.StringSliceVar(&f.bugs, "bug", nil, "switch on a planted bug (see podsafe list); the checkers must catch it")
 	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
+	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
 	return cmd
 }
 
@@ -122,6 +124,9 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if len(s.FenceAgents) > 0 {
 		s.Fencing = true
+	}
+	if set("bypass-authority") {
+		s.BypassAuthority = f.bypassAuthority
 	}
 	return s, nil
 }
@@ -252,6 +257,9 @@ func rerunCommand(s specs.Scenario, store string) string {
 		args = append(args, "--fence-agents", strings.Join(s.FenceAgents, ","))
 	} else if s.Fencing {
 		args = append(args, "--fencing")
+	}
+	if s.BypassAuthority {
+		args = append(args, "--bypass-authority")
 	}
 	return strings.Join(args, " ") + storeFlag(store)
 }
