@@ -2,7 +2,9 @@ package checker
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -63,55 +65,65 @@ func Catalog() []Info {
 // records deletions of pods, the phases checker when the store events
 // record pods, the restart back-off checker when the ledger records a
 // restart, the preemption checker when the scheduler deleted a pod, and the
-// topology-spread checker when a recorded pod has spread constraints. It is bounded (see Options) and reads h without
+// topology-spread checker when a recorded pod has spread constraints. The
+// checkers run concurrently. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
 // result's Summary without changing the verdict. Combine the verdicts with
 // Merge.
 func Check(ctx context.Context, h *history.History, opts Options) []Result {
-	var results []Result
+	var checks []func() Result
 	if slices.ContainsFunc(h.Ops, IsRegisterOp) {
-		var res Result
-		if opts.VisualizationPath != "" {
-			var err error
-			if res, err = WriteVisualization(ctx, opts.VisualizationPath, h, opts); err != nil {
+		checks = append(checks, func() Result {
+			if opts.VisualizationPath == "" {
+				return CheckRegister(ctx, h.Ops, opts)
+			}
+			res, err := WriteVisualization(ctx, opts.VisualizationPath, h, opts)
+			if err != nil {
 				res.Summary += "; " + err.Error()
 			}
-		} else {
-			res = CheckRegister(ctx, h.Ops, opts)
-		}
-		results = append(results, res)
+			return res
+		})
 	}
 	hasAction := func(actions ...history.LedgerAction) bool {
 		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
 	}
 	if hasAction(history.LedgerStart) {
-		res := CheckAtMostOne(ctx, h, opts)
-		// Availability is measured, not judged: per pet, time unavailable
-		// and time to recovery after each fault, beside the safety verdict.
-		res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
-		results = append(results, res)
+		checks = append(checks, func() Result {
+			res := CheckAtMostOne(ctx, h, opts)
+			// Availability is measured, not judged: per pet, time
+			// unavailable and time to recovery after each fault, beside the
+			// safety verdict.
+			res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
+			return res
+		})
 	}
-	if hasAction(history.LedgerWrite, history.LedgerWriteRefused) {
-		results = append(results, CheckStorage(ctx, h, opts))
+	add := func(applies bool, check func(context.Context, *history.History, Options) Result) {
+		if applies {
+			checks = append(checks, func() Result { return check(ctx, h, opts) })
+		}
 	}
-	if hasAction(history.LedgerTerm, history.LedgerKill) {
-		results = append(results, CheckGrace(ctx, h, opts))
+	add(hasAction(history.LedgerWrite, history.LedgerWriteRefused), CheckStorage)
+	add(hasAction(history.LedgerTerm, history.LedgerKill), CheckGrace)
+	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), CheckAuthority)
+	add(poHasPods(h.Store), CheckPhases)
+	add(boHasRestart(h.Ledger), CheckBackoff)
+	add(preemptApplies(h), CheckPreemption)
+	add(spreadApplies(h), CheckSpread)
+
+	// The checkers only read h: they run side by side, as many at once as
+	// there are processors, and their results keep Catalog order.
+	results := make([]Result, len(checks))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = check()
+		}()
 	}
-	if slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }) {
-		results = append(results, CheckAuthority(ctx, h, opts))
-	}
-	if poHasPods(h.Store) {
-		results = append(results, CheckPhases(ctx, h, opts))
-	}
-	if boHasRestart(h.Ledger) {
-		results = append(results, CheckBackoff(ctx, h, opts))
-	}
-	if preemptApplies(h) {
-		results = append(results, CheckPreemption(ctx, h, opts))
-	}
-	if spreadApplies(h) {
-		results = append(results, CheckSpread(ctx, h, opts))
-	}
+	wg.Wait()
 	return results
 }
