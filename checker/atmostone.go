@@ -8,7 +8,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -43,26 +42,19 @@ var atMostOneGuarantees = []string{"PS-1", "PS-11", "PS-12", "LC-3", "PS-7"}
 // It is pure, O(n log n) in the ledger and API history, and answers Unknown
 // when ctx ends or opts.Timeout passes first.
 func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, AtMostOneChecker, atMostOneGuarantees)
 	defer cancel()
-	res := Result{Checker: AtMostOneChecker, Guarantees: atMostOneGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(start)
-		return res
-	}
 	ledger := h.Ledger
 	runs := containerRuns(ledger)
 	if len(runs) == 0 {
-		return finish(Unknown, "not checked: the ledger records no container start")
+		return res.finish(Unknown, "not checked: the ledger records no container start")
 	}
 	res.Stats.Ops = len(runs)
 	st := &stopper{ctx: ctx}
 
 	nodeEv, nodeBad := oneNodePerUID(ledger, opts.maxEvidence(), st)
 	if st.ctx.Err() != nil {
-		return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(runs), "container run"), context.Cause(ctx)))
+		return res.cancelled(count(len(runs), "container run"))
 	}
 
 	creators := newPodCreators(h.API)
@@ -86,7 +78,7 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 	petBad, pets, otherOverlaps, undecided, fencedRuns := 0, 0, 0, 0, 0
 	for _, pod := range pods {
 		if st.stopped() {
-			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(runs), "container run"), context.Cause(ctx)))
+			return res.cancelled(count(len(runs), "container run"))
 		}
 		all := byPod[pod]
 		var petRuns []run
@@ -164,16 +156,16 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		if nodeBad > 0 {
 			parts = append(parts, fmt.Sprintf("%s ran on two nodes (LC-3, PS-1), first %s", count(nodeBad, "UID"), nodeEv[0].Key))
 		}
-		return finish(Illegal, strings.Join(parts, "; ")+suffix)
+		return res.finish(Illegal, strings.Join(parts, "; ")+suffix)
 	case undecided > 0:
-		return finish(Unknown, fmt.Sprintf("%s ran two UIDs at once, but the history records no pet-controller create, so whether they are pets is unknown%s",
+		return res.finish(Unknown, fmt.Sprintf("%s ran two UIDs at once, but the history records no pet-controller create, so whether they are pets is unknown%s",
 			count(undecided, "pet-like pod name"), suffix))
 	}
 	if pets == 0 && !creators.pets && otherOverlaps == 0 {
-		return finish(Ok, fmt.Sprintf("no pod name ran two UIDs at once (%s) and every UID ran on one node; the history records no pet-controller create, so no pod is known to be a pet%s",
+		return res.finish(Ok, fmt.Sprintf("no pod name ran two UIDs at once (%s) and every UID ran on one node; the history records no pet-controller create, so no pod is known to be a pet%s",
 			count(len(runs), "container run"), suffix))
 	}
-	return finish(Ok, fmt.Sprintf("no pet ran two UIDs at once (%s, %s of %s) and every UID ran on one node%s",
+	return res.finish(Ok, fmt.Sprintf("no pet ran two UIDs at once (%s, %s of %s) and every UID ran on one node%s",
 		count(pets, "pet"), count(res.Stats.Checked, "pet container run"), count(len(runs), "container run"), suffix))
 }
 
@@ -386,22 +378,9 @@ func nodeFences(store []history.StoreEvent) map[string][]int64 {
 			}
 			continue
 		}
-		var n struct {
-			Status struct {
-				Conditions []struct {
-					Type   string `json:"type"`
-					Status string `json:"status"`
-				} `json:"conditions"`
-			} `json:"status"`
-		}
-		if json.Unmarshal(ev.Object, &n) != nil {
+		now, ok := nodeConditionTrue(ev.Object, fencedConditionType)
+		if !ok {
 			continue
-		}
-		now := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == fencedConditionType && c.Status == "True" {
-				now = true
-			}
 		}
 		if now && !fenced[ev.Name] && ev.Type != history.StoreDeleted {
 			out[ev.Name] = append(out[ev.Name], ev.T)
@@ -409,6 +388,26 @@ func nodeFences(store []history.StoreEvent) map[string][]int64 {
 		fenced[ev.Name] = now
 	}
 	return out
+}
+
+// nodeConditionTrue decodes a Node object and reports whether its
+// condition of type typ has status True; ok is false when the object does
+// not decode.
+func nodeConditionTrue(object []byte, typ string) (isTrue, ok bool) {
+	var n struct {
+		Status struct {
+			Conditions []poCondition `json:"conditions"`
+		} `json:"status"`
+	}
+	if json.Unmarshal(object, &n) != nil {
+		return false, false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == typ && c.Status == "True" {
+			isTrue = true
+		}
+	}
+	return isTrue, true
 }
 
 // fencedConditionType is the Node condition the fencing controller sets

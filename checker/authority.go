@@ -51,15 +51,8 @@ var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // API history, ledger and store events, and answers Unknown when ctx ends
 // or opts.Timeout passes first.
 func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, AuthorityChecker, authorityGuarantees)
 	defer cancel()
-	res := Result{Checker: AuthorityChecker, Guarantees: authorityGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(start)
-		return res
-	}
 	var forced []int
 	deletions, unknownForced, forcedCollections := 0, 0, 0
 	for i, c := range h.API {
@@ -81,7 +74,7 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 		}
 	}
 	if deletions == 0 {
-		return finish(Unknown, "not checked: the API history records no deletion of pods")
+		return res.finish(Unknown, "not checked: the API history records no deletion of pods")
 	}
 	res.Stats.Ops = deletions
 	res.Stats.Checked = len(forced)
@@ -92,9 +85,25 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	var ev, undecidedEv []Evidence
 	byWhom := map[string]int{}
 	illegal, idle, finished, undecided := 0, 0, 0, 0
+	// forbid counts the force deletion h.API[i] as illegal for why, and
+	// keeps it as evidence while there is room: what its pod was then
+	// (state) and the ledger entries that show it.
+	forbid := func(i int, why, state string, ledger []history.LedgerEntry) {
+		illegal++
+		res.Stats.Keys++
+		if len(ev) < opts.maxEvidence() {
+			c := h.API[i]
+			ev = append(ev, Evidence{
+				Key:         podRef(c.Namespace, c.Name),
+				Description: fmt.Sprintf("%s force deleted pod %s (%s)%s: %s", c.Identity, podRef(c.Namespace, c.Name), callRef(c), state, why),
+				Ledger:      ledger,
+				API:         apiCalls(h.API, i),
+			})
+		}
+	}
 	for _, i := range forced {
 		if st.stopped() {
-			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(forced), "force deletion"), context.Cause(ctx)))
+			return res.cancelled(count(len(forced), "force deletion"))
 		}
 		c := h.API[i]
 		if c.Identity == identityAdmin {
@@ -110,16 +119,8 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 					byWhom[license]++
 					continue
 				}
-				illegal++
-				res.Stats.Keys++
-				if len(ev) < opts.maxEvidence() {
-					ev = append(ev, Evidence{
-						Key: podRef(c.Namespace, c.Name),
-						Description: fmt.Sprintf("%s force deleted pod %s (%s), which the store recorded deleted (rv %s, t=%s) bound to node %s in phase %s: %s",
-							c.Identity, podRef(c.Namespace, c.Name), callRef(c), d.rv, time.Duration(d.t), d.node, d.phase, why),
-						API: apiCalls(h.API, i),
-					})
-				}
+				forbid(i, why, fmt.Sprintf(", which the store recorded deleted (rv %s, t=%s) bound to node %s in phase %s",
+					d.rv, time.Duration(d.t), d.node, d.phase), nil)
 				continue
 			}
 		}
@@ -143,17 +144,8 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 			byWhom[license]++
 			continue
 		}
-		illegal++
-		res.Stats.Keys++
-		if len(ev) < opts.maxEvidence() {
-			ev = append(ev, Evidence{
-				Key: podRef(c.Namespace, c.Name),
-				Description: fmt.Sprintf("%s force deleted pod %s (%s) while its container %q (UID %s) ran on node %s since %s: %s",
-					c.Identity, podRef(c.Namespace, c.Name), callRef(c), r.container, r.uid, r.node, at(h.Ledger, r.start), why),
-				Ledger: ledgerEntries(h.Ledger, r.start, r.end),
-				API:    apiCalls(h.API, i),
-			})
-		}
+		forbid(i, why, fmt.Sprintf(" while its container %q (UID %s) ran on node %s since %s",
+			r.container, r.uid, r.node, at(h.Ledger, r.start)), ledgerEntries(h.Ledger, r.start, r.end))
 	}
 
 	var notes []string
@@ -173,15 +165,15 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	switch {
 	case illegal > 0:
 		res.Evidence = ev
-		return finish(Illegal, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s%s",
+		return res.finish(Illegal, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s%s",
 			count(illegal, "force deletion"), ev[0].Description, suffix))
 	case undecided > 0:
 		res.Evidence = undecidedEv
-		return finish(Unknown, fmt.Sprintf("%s by controllers or users cannot be judged: the history has no ledger to show whether their pods were running%s",
+		return res.finish(Unknown, fmt.Sprintf("%s by controllers or users cannot be judged: the history has no ledger to show whether their pods were running%s",
 			count(undecided, "force deletion"), suffix))
 	}
 	if len(forced) == 0 {
-		return finish(Ok, fmt.Sprintf("%s of pods, none asking for grace 0%s", count(deletions, "deletion"), suffix))
+		return res.finish(Ok, fmt.Sprintf("%s of pods, none asking for grace 0%s", count(deletions, "deletion"), suffix))
 	}
 	var allowed []string
 	if finished > 0 {
@@ -197,7 +189,7 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	if len(allowed) == 0 {
 		allowed = append(allowed, "none of a running pod")
 	}
-	return finish(Ok, fmt.Sprintf("%s of pods, %d asking for grace 0: %s%s",
+	return res.finish(Ok, fmt.Sprintf("%s of pods, %d asking for grace 0: %s%s",
 		count(deletions, "deletion"), len(forced), strings.Join(allowed, ", "), suffix))
 }
 

@@ -97,12 +97,7 @@ func TestAuthority(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := mustVerdict(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want)
-			text := res.Summary
-			if len(res.Evidence) > 0 {
-				text += "\n" + res.Evidence[0].Description
-			}
-			mustMention(t, "result", text, tt.mention)
+			mustResult(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want, tt.mention)
 		})
 	}
 }
@@ -183,12 +178,7 @@ func TestAuthorityBoundPodNeverStarted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := mustVerdict(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want)
-			text := res.Summary
-			if len(res.Evidence) > 0 {
-				text += "\n" + res.Evidence[0].Description
-			}
-			mustMention(t, "result", text, tt.mention)
+			mustResult(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want, tt.mention)
 		})
 	}
 }

@@ -73,19 +73,9 @@ const backoffFaultMargin = 500 * time.Millisecond
 // events and the faults, and answers Unknown when ctx ends or opts.Timeout
 // passes first.
 func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result {
-	began := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, BackoffChecker, backoffGuarantees)
 	defer cancel()
-	res := Result{Checker: BackoffChecker, Guarantees: backoffGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(began)
-		return res
-	}
 	st := &stopper{ctx: ctx}
-	cancelled := func() Result {
-		return finish(Unknown, fmt.Sprintf("check of the restarts cancelled: %v", context.Cause(ctx)))
-	}
 	ledger := h.Ledger
 	runs := containerRuns(ledger)
 	type ctrKey struct{ uid, container string }
@@ -106,7 +96,7 @@ func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result 
 	}
 	specs, stopped := poSpecs(h.Store, uids, st)
 	if stopped {
-		return cancelled()
+		return res.cancelled("the restarts")
 	}
 	dist := newBoDisturbances(h, ledger)
 
@@ -120,7 +110,7 @@ func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result 
 		level := -1 // the back-off exponent of the previous restart; -1: none yet or reset
 		for n := 1; n < len(idx); n++ {
 			if st.stopped() {
-				return cancelled()
+				return res.cancelled("the restarts")
 			}
 			prev, cur := runs[idx[n-1]], runs[idx[n]]
 			if prev.end == endless {
@@ -196,14 +186,14 @@ func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result 
 			}
 			res.Evidence = append(res.Evidence, Evidence{Key: v.key, Description: "LC-6: " + v.desc, Ledger: ledgerEntries(ledger, v.idx...)})
 		}
-		return finish(Illegal, fmt.Sprintf("%s of %s broke LC-6; first: %s%s",
+		return res.finish(Illegal, fmt.Sprintf("%s of %s broke LC-6; first: %s%s",
 			count(len(illegal), "violation"), count(restarts, "restart"), illegal[0].desc, note))
 	case restarts == 0:
-		return finish(Unknown, "not checked: no container restarted")
+		return res.finish(Unknown, "not checked: no container restarted")
 	case judged == 0:
-		return finish(Unknown, fmt.Sprintf("no restart could be judged on back-off (%s)%s; node and policy held", count(restarts, "restart"), note))
+		return res.finish(Unknown, fmt.Sprintf("no restart could be judged on back-off (%s)%s; node and policy held", count(restarts, "restart"), note))
 	}
-	return finish(Ok, fmt.Sprintf("%s (%s judged on back-off) stayed on their node, obeyed the restart policy and waited at least the back-off of 10 s doubling to 300 s (longest wait %s, tolerance %s)%s",
+	return res.finish(Ok, fmt.Sprintf("%s (%s judged on back-off) stayed on their node, obeyed the restart policy and waited at least the back-off of 10 s doubling to 300 s (longest wait %s, tolerance %s)%s",
 		count(restarts, "restart"), fmt.Sprint(judged), seconds(maxDelay), BackoffTolerance, note))
 }
 

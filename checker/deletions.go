@@ -263,21 +263,7 @@ func newGraceFacts(store []history.StoreEvent) *graceFacts {
 	for _, ev := range store {
 		switch {
 		case ev.Resource == "nodes" && !f.pressure && bytes.Contains(ev.Object, []byte("MemoryPressure")):
-			var n struct {
-				Status struct {
-					Conditions []struct {
-						Type   string `json:"type"`
-						Status string `json:"status"`
-					} `json:"conditions"`
-				} `json:"status"`
-			}
-			if json.Unmarshal(ev.Object, &n) == nil {
-				for _, c := range n.Status.Conditions {
-					if c.Type == "MemoryPressure" && c.Status == "True" {
-						f.pressure = true
-					}
-				}
-			}
+			f.pressure, _ = nodeConditionTrue(ev.Object, "MemoryPressure")
 			continue
 		case ev.Resource != "pods" || len(ev.Object) == 0:
 			continue

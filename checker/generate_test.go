@@ -382,6 +382,14 @@ func (g *runGen) instance(t int64, name, owner, identity string, pet bool, ord i
 	grace := int64(1 + g.rng.IntN(30))
 	p := podJSON{name: name, uid: uid, owner: owner, pet: pet, ord: ord, grace: grace}
 
+	// statusPatch records the kubelet's patch of the pod's status at t and
+	// the store's change to p a millisecond later.
+	statusPatch := func() {
+		g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
+		g.h.API[len(g.h.API)-1].Subresource = "status"
+		g.store(t+ms, history.StoreModified, "pods", name, p.render())
+	}
+
 	g.api(t, identity, "create", "", "pods", "bench", name, nil, uid)
 	g.store(t+ms, history.StoreAdded, "pods", name, p.render())
 	t += 3 * ms
@@ -390,17 +398,13 @@ func (g *runGen) instance(t int64, name, owner, identity string, pet bool, ord i
 	p.node, p.scheduled = node, true
 	g.store(t+ms, history.StoreModified, "pods", name, p.render())
 	t += 5 * ms
-	g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
-	g.h.API[len(g.h.API)-1].Subresource = "status"
 	p.initialized = true
-	g.store(t+ms, history.StoreModified, "pods", name, p.render())
+	statusPatch()
 	t += 10 * ms
 	g.ledger(t, node, name, uid, history.LedgerStart, 0)
 	t += ms
-	g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
-	g.h.API[len(g.h.API)-1].Subresource = "status"
 	p.phase, p.ready = "Running", true
-	g.store(t+ms, history.StoreModified, "pods", name, p.render())
+	statusPatch()
 
 	// It runs 10 to 60 s of cluster time, a pet writing its volume every
 	// second of it.
@@ -433,17 +437,13 @@ func (g *runGen) instance(t int64, name, owner, identity string, pet bool, ord i
 		g.ledger(t, node, name, uid, history.LedgerExit, 0)
 		g.h.Ledger[len(g.h.Ledger)-1].ExitCode = 1
 		t += ms
-		g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
-		g.h.API[len(g.h.API)-1].Subresource = "status"
 		p.ready, p.restarts, p.crashLoop = false, c+1, true
-		g.store(t+ms, history.StoreModified, "pods", name, p.render())
+		statusPatch()
 		t += (BackoffInitial<<c).Nanoseconds()/g.cfg.Scale + 2*ms
 		g.ledger(t, node, name, uid, history.LedgerStart, 0)
 		t += ms
-		g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
-		g.h.API[len(g.h.API)-1].Subresource = "status"
 		p.ready, p.crashLoop = true, false
-		g.store(t+ms, history.StoreModified, "pods", name, p.render())
+		statusPatch()
 	}
 	run(life / int64(crashes+1))
 	if until > 0 {
@@ -465,10 +465,8 @@ func (g *runGen) instance(t int64, name, owner, identity string, pet bool, ord i
 	t += ms
 	g.ledger(t, node, name, uid, history.LedgerExit, 0)
 	t += ms
-	g.api(t, kubelet, "patch", "", "pods", "bench", name, nil, "")
-	g.h.API[len(g.h.API)-1].Subresource = "status"
 	p.ready, p.terminated = false, true
-	g.store(t+ms, history.StoreModified, "pods", name, p.render())
+	statusPatch()
 	t += 3 * ms
 	zero := int64(0)
 	g.api(t, kubelet, "delete", "", "pods", "bench", name, &zero, uid)

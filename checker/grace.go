@@ -91,19 +91,12 @@ const shortenedExtra = minShutdown + 2*time.Second
 // the store, and answers Unknown when ctx ends or opts.Timeout passes
 // first.
 func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, GraceChecker, graceGuarantees)
 	defer cancel()
-	res := Result{Checker: GraceChecker, Guarantees: graceGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(start)
-		return res
-	}
 	ledger := h.Ledger
 	attempts, firstSeen := killAttempts(ledger)
 	if len(attempts) == 0 {
-		return finish(Unknown, "not checked: the ledger records no TERM or KILL")
+		return res.finish(Unknown, "not checked: the ledger records no TERM or KILL")
 	}
 	res.Stats.Ops = len(attempts)
 	idx := newDeletionIndex(h.API)
@@ -116,7 +109,7 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	uids := map[string]bool{}
 	for _, a := range attempts {
 		if st.stopped() {
-			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(attempts), "kill"), context.Cause(ctx)))
+			return res.cancelled(count(len(attempts), "kill"))
 		}
 		uids[a.key] = true
 		if a.retry {
@@ -178,18 +171,18 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	}
 	switch {
 	case res.Stats.Checked == 0:
-		return finish(Unknown, fmt.Sprintf("no kill could be judged: neither a deletion nor the ledger gives the grace of any of the %s",
+		return res.finish(Unknown, fmt.Sprintf("no kill could be judged: neither a deletion nor the ledger gives the grace of any of the %s",
 			count(len(attempts), "kill")))
 	case nIllegal > 0:
 		res.Evidence = illegal
-		return finish(Illegal, fmt.Sprintf("%s of %s broke a grace-period bound (GP-R, PS-3), first pod %s: %s%s",
+		return res.finish(Illegal, fmt.Sprintf("%s of %s broke a grace-period bound (GP-R, PS-3), first pod %s: %s%s",
 			count(nIllegal, "kill"), count(res.Stats.Checked, "judged kill"), illegal[0].Key, illegal[0].Description, suffix))
 	case nUndecided > 0:
 		res.Evidence = undecided
-		return finish(Unknown, fmt.Sprintf("%s honoured only the shorter grace the kubelet stated, not the one the deletions asked for; the history cannot tell a probe or eviction kill racing the deletion (GP-5), or a terminal pod deleted at once (GP-6), from a wrongly computed grace (GP-1); first pod %s%s",
+		return res.finish(Unknown, fmt.Sprintf("%s honoured only the shorter grace the kubelet stated, not the one the deletions asked for; the history cannot tell a probe or eviction kill racing the deletion (GP-5), or a terminal pod deleted at once (GP-6), from a wrongly computed grace (GP-1); first pod %s%s",
 			count(nUndecided, "kill"), undecided[0].Key, suffix))
 	}
-	return finish(Ok, fmt.Sprintf("every kill honoured its grace period (%s judged): no TERM during preStop before the deadline, no KILL before max(deadline, TERM + 2 s) nor without TERM (tolerance %s scaled)%s",
+	return res.finish(Ok, fmt.Sprintf("every kill honoured its grace period (%s judged): no TERM during preStop before the deadline, no KILL before max(deadline, TERM + 2 s) nor without TERM (tolerance %s scaled)%s",
 		count(res.Stats.Checked, "kill"), GraceTolerance, suffix))
 }
 

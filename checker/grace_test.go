@@ -148,12 +148,7 @@ func TestGraceBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := mustVerdict(t, CheckGrace(bg, tt.b.history(), Options{}), tt.want)
-			text := res.Summary
-			if len(res.Evidence) > 0 {
-				text += "\n" + res.Evidence[0].Description
-			}
-			mustMention(t, "result", text, tt.mention...)
+			mustResult(t, CheckGrace(bg, tt.b.history(), Options{}), tt.want, tt.mention...)
 		})
 	}
 }

@@ -231,21 +231,15 @@ func checkRegister(ctx context.Context, ops []history.Op, opts Options) (Result,
 
 // checkRegisterWithin is checkRegister with a memory budget in bytes.
 func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, memory int64) (Result, *registerRun) {
-	start := time.Now()
-	res := Result{Checker: RegisterChecker, Guarantees: []string{GuaranteeStoreLin}}
+	res := checkRun{Result: Result{Checker: RegisterChecker, Guarantees: []string{GuaranteeStoreLin}}, ctx: ctx, start: time.Now()}
 	pops := registerOperations(ops, &res.Stats)
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(start)
-		return res
-	}
 
 	timeout := opts.timeout()
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if err := ctx.Err(); err != nil || timeout <= 0 {
-		return finish(Unknown, fmt.Sprintf("not checked: %v", context.Cause(ctx))), &registerRun{}
+		return res.finish(Unknown, fmt.Sprintf("not checked: %v", context.Cause(ctx))), &registerRun{}
 	}
 
 	// Cancellation reaches porcupine through Step: once ctx is done every
@@ -263,9 +257,9 @@ func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, me
 
 	switch {
 	case stopped.Load():
-		return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(len(pops), "operation"), context.Cause(ctx))), run
+		return res.cancelled(count(len(pops), "operation")), run
 	case verdict == porcupine.Ok:
-		return finish(Ok, fmt.Sprintf("%s over %s are linearizable (%d more carried no information)",
+		return res.finish(Ok, fmt.Sprintf("%s over %s are linearizable (%d more carried no information)",
 			count(res.Stats.Checked, "operation"), count(res.Stats.Keys, "key"), res.Stats.Ops-res.Stats.Checked)), run
 	case verdict == porcupine.Unknown:
 		summary := fmt.Sprintf("no verdict within %v for %s over %s; raise the timeout or use fewer clients per key",
@@ -273,7 +267,7 @@ func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, me
 		if len(over) > 0 {
 			summary += "; " + describeOverBudget(over, memory)
 		}
-		return finish(Unknown, summary), run
+		return res.finish(Unknown, summary), run
 	}
 
 	evidence, failing, exact := registerEvidence(ctx, ops, pops, info, timedOut, &over, opts, memory)
@@ -285,9 +279,9 @@ func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, me
 			if timedOut {
 				summary += fmt.Sprintf("; the check ran out of time (%v)", timeout)
 			}
-			return finish(Unknown, summary), run
+			return res.finish(Unknown, summary), run
 		}
-		return finish(Illegal, fmt.Sprintf("%s over %s are not linearizable", count(res.Stats.Checked, "operation"), count(res.Stats.Keys, "key"))), run
+		return res.finish(Illegal, fmt.Sprintf("%s over %s are not linearizable", count(res.Stats.Checked, "operation"), count(res.Stats.Keys, "key"))), run
 	}
 	first := evidence[0]
 	var summary strings.Builder
@@ -303,7 +297,7 @@ func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, me
 	if len(over) > 0 {
 		summary.WriteString("; " + describeOverBudget(over, memory))
 	}
-	return finish(Illegal, summary.String()), run
+	return res.finish(Illegal, summary.String()), run
 }
 
 // registerOperations turns the register operations of ops into porcupine

@@ -58,39 +58,29 @@ var phasesGuarantees = []string{"LC-1", "LC-2", "LC-3", "LC-7", "LC-8", "LC-10",
 // O(n log n) in the store events and the ledger, and answers Unknown when
 // ctx ends or opts.Timeout passes first.
 func CheckPhases(ctx context.Context, h *history.History, opts Options) Result {
-	began := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, PhasesChecker, phasesGuarantees)
 	defer cancel()
-	res := Result{Checker: PhasesChecker, Guarantees: phasesGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(began)
-		return res
-	}
 	st := &stopper{ctx: ctx}
-	cancelled := func() Result {
-		return finish(Unknown, fmt.Sprintf("check of the pod phases cancelled: %v", context.Cause(ctx)))
-	}
 	pods, undecoded, stopped := poPods(h.Store, st, nil)
 	if stopped {
-		return cancelled()
+		return res.cancelled("the pod phases")
 	}
 	if len(pods) == 0 {
-		return finish(Unknown, "not checked: the history records no change of any pod object")
+		return res.finish(Unknown, "not checked: the history records no change of any pod object")
 	}
 	lost := poStoreLost(h.Logs)
 	var vs []poViolation
 	for _, ph := range pods {
 		res.Stats.Ops += len(ph.events)
 		if st.stopped() {
-			return cancelled()
+			return res.cancelled("the pod phases")
 		}
 		vs = append(vs, poCheckPod(ph, lost)...)
 	}
 	res.Stats.Checked, res.Stats.Keys = res.Stats.Ops, len(pods)
 	ledgerVs, starts, stopped := poCheckLedger(h.Ledger, pods, st)
 	if stopped {
-		return cancelled()
+		return res.cancelled("the pod phases")
 	}
 	vs = append(vs, ledgerVs...)
 
@@ -99,7 +89,7 @@ func CheckPhases(ctx context.Context, h *history.History, opts Options) Result {
 		notes = fmt.Sprintf("; %s not decoded", count(undecoded, "pod store event"))
 	}
 	if len(vs) == 0 {
-		return finish(Ok, fmt.Sprintf("%s of %s followed the lifecycle: no phase went back, no terminal phase changed, no pod was rebound, no deletion was undone or lengthened, conditions agreed with phase and containers, and %s kept the init order%s",
+		return res.finish(Ok, fmt.Sprintf("%s of %s followed the lifecycle: no phase went back, no terminal phase changed, no pod was rebound, no deletion was undone or lengthened, conditions agreed with phase and containers, and %s kept the init order%s",
 			count(res.Stats.Ops, "recorded change"), count(len(pods), "pod"), count(starts, "container start"), notes))
 	}
 	sort.SliceStable(vs, func(a, b int) bool { return vs[a].t < vs[b].t })
@@ -131,7 +121,7 @@ func CheckPhases(ctx context.Context, h *history.History, opts Options) Result {
 		}
 		res.Evidence = append(res.Evidence, ev)
 	}
-	return finish(Illegal, fmt.Sprintf("%s in %s broke %s; first: %s%s",
+	return res.finish(Illegal, fmt.Sprintf("%s in %s broke %s; first: %s%s",
 		count(len(vs), "violation"), count(len(uids), "pod"), strings.Join(broken, ", "), res.Evidence[0].Description, notes))
 }
 

@@ -76,13 +76,11 @@ type poPod struct {
 		DeletionGracePeriodSeconds *int64 `json:"deletionGracePeriodSeconds"`
 	} `json:"metadata"`
 	Spec struct {
-		NodeName       string        `json:"nodeName"`
-		RestartPolicy  string        `json:"restartPolicy"`
-		InitContainers []poContainer `json:"initContainers"`
-		Containers     []poContainer `json:"containers"`
-		ReadinessGates []struct {
-			ConditionType string `json:"conditionType"`
-		} `json:"readinessGates"`
+		NodeName       string            `json:"nodeName"`
+		RestartPolicy  string            `json:"restartPolicy"`
+		InitContainers []poContainer     `json:"initContainers"`
+		Containers     []poContainer     `json:"containers"`
+		ReadinessGates []poReadinessGate `json:"readinessGates"`
 	} `json:"spec"`
 	Status struct {
 		Phase                 string              `json:"phase"`
@@ -99,6 +97,10 @@ type poContainer struct {
 	RestartPolicy string `json:"restartPolicy"`
 }
 
+type poReadinessGate struct {
+	ConditionType string `json:"conditionType"`
+}
+
 type poCondition struct {
 	Type   string `json:"type"`
 	Status string `json:"status"`
@@ -112,13 +114,17 @@ type poContainerStatus struct {
 }
 
 type poContainerState struct {
-	Waiting *struct {
-		Reason string `json:"reason"`
-	} `json:"waiting"`
-	Running    *struct{} `json:"running"`
-	Terminated *struct {
-		ExitCode int `json:"exitCode"`
-	} `json:"terminated"`
+	Waiting    *poWaiting    `json:"waiting"`
+	Running    *struct{}     `json:"running"`
+	Terminated *poTerminated `json:"terminated"`
+}
+
+type poWaiting struct {
+	Reason string `json:"reason"`
+}
+
+type poTerminated struct {
+	ExitCode int `json:"exitCode"`
 }
 
 // ref renders the pod's namespace/name.
@@ -330,7 +336,8 @@ func poEventRef(e poEvent) string {
 // poScanner reads the JSON of a pod object into poPod. Each method reads
 // one value at s.i and leaves s.i after it; any surprise is an error, on
 // which poDecode falls back to encoding/json. Objects and arrays are read
-// with loops over enter and next rather than callbacks, and repeated
+// by object and array, which call a reader per member; the readers are
+// closures that only those calls use, so they stay on the stack. Repeated
 // strings (phases, condition types, names) are shared through intern, so
 // that a decode allocates little more than its result.
 type poScanner struct {
@@ -571,8 +578,10 @@ func (s *poScanner) bool(dst *bool) error {
 	return nil
 }
 
-// pod reads a whole pod object.
-func (s *poScanner) pod(p *poPod) error {
+// object reads an object, calling field with the key of each member to
+// read its value; a null holds no members. field is called, not stored,
+// so a closure passed to it stays on the stack.
+func (s *poScanner) object(field func(key []byte) error) error {
 	in, err := s.enter('{')
 	for first := true; in && err == nil; first = false {
 		if in, err = s.next('}', first); !in || err != nil {
@@ -582,306 +591,193 @@ func (s *poScanner) pod(p *poPod) error {
 		if k, err = s.key(); err != nil {
 			break
 		}
-		switch string(k) {
-		case "metadata":
-			err = s.metadata(p)
-		case "spec":
-			err = s.spec(p)
-		case "status":
-			err = s.status(p)
-		default:
-			err = s.skip()
-		}
+		err = field(k)
 	}
 	return err
 }
 
-func (s *poScanner) metadata(p *poPod) error {
-	m := &p.Metadata
-	in, err := s.enter('{')
+// array reads an array, calling elem to read each element; a null holds
+// none.
+func (s *poScanner) array(elem func() error) error {
+	in, err := s.enter('[')
 	for first := true; in && err == nil; first = false {
-		if in, err = s.next('}', first); !in || err != nil {
+		if in, err = s.next(']', first); !in || err != nil {
 			break
 		}
-		var k []byte
-		if k, err = s.key(); err != nil {
-			break
-		}
-		switch string(k) {
-		case "name":
-			err = s.str(&m.Name)
-		case "namespace":
-			err = s.str(&m.Namespace)
-		case "uid":
-			err = s.str(&m.UID)
-		case "deletionTimestamp":
-			err = s.str(&m.DeletionTimestamp)
-		case "deletionGracePeriodSeconds":
-			err = s.int64p(&m.DeletionGracePeriodSeconds)
-		default:
-			err = s.skip()
-		}
+		err = elem()
 	}
 	return err
 }
 
-func (s *poScanner) spec(p *poPod) error {
-	sp := &p.Spec
-	in, err := s.enter('{')
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next('}', first); !in || err != nil {
-			break
-		}
-		var k []byte
-		if k, err = s.key(); err != nil {
-			break
-		}
-		switch string(k) {
-		case "nodeName":
-			err = s.str(&sp.NodeName)
-		case "restartPolicy":
-			err = s.str(&sp.RestartPolicy)
-		case "initContainers":
-			err = s.containers(&sp.InitContainers)
-		case "containers":
-			err = s.containers(&sp.Containers)
-		case "readinessGates":
-			sp.ReadinessGates = nil
-			var arr bool
-			if arr, err = s.enter('['); arr {
-				sp.ReadinessGates = []struct {
-					ConditionType string `json:"conditionType"`
-				}{}
-			}
-			for first := true; arr && err == nil; first = false {
-				if arr, err = s.next(']', first); !arr || err != nil {
-					break
-				}
-				var g struct {
-					ConditionType string `json:"conditionType"`
-				}
-				err = s.field("conditionType", &g.ConditionType)
-				sp.ReadinessGates = append(sp.ReadinessGates, g)
-			}
-		default:
-			err = s.skip()
-		}
+// poList reads an array into *dst, each element with elem, as
+// encoding/json does: null makes *dst nil and [] an empty slice.
+func poList[T any](s *poScanner, dst *[]T, elem func(*T) error) error {
+	*dst = nil
+	if s.peek() == '[' {
+		*dst = []T{}
 	}
-	return err
+	return s.array(func() error {
+		var zero T
+		*dst = append(*dst, zero)
+		return elem(&(*dst)[len(*dst)-1])
+	})
+}
+
+// poOptional reads an object into a new T with read, or a null into nil,
+// as encoding/json does for a pointer field.
+func poOptional[T any](s *poScanner, dst **T, read func(*T) error) error {
+	*dst = nil
+	if s.peek() != '{' {
+		if !s.null() {
+			return errPoScan
+		}
+		return nil
+	}
+	*dst = new(T)
+	return read(*dst)
 }
 
 // field reads an object of which only the string field name matters.
 func (s *poScanner) field(name string, dst *string) error {
-	in, err := s.enter('{')
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next('}', first); !in || err != nil {
-			break
-		}
-		var k []byte
-		if k, err = s.key(); err != nil {
-			break
-		}
+	return s.object(func(k []byte) error {
 		if string(k) == name {
-			err = s.str(dst)
-		} else {
-			err = s.skip()
+			return s.str(dst)
 		}
-	}
-	return err
+		return s.skip()
+	})
 }
 
-func (s *poScanner) containers(dst *[]poContainer) error {
-	*dst = nil
-	in, err := s.enter('[')
-	if in {
-		*dst = []poContainer{}
-	}
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next(']', first); !in || err != nil {
-			break
+// pod reads a whole pod object.
+func (s *poScanner) pod(p *poPod) error {
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "metadata":
+			return s.metadata(p)
+		case "spec":
+			return s.spec(p)
+		case "status":
+			return s.status(p)
 		}
-		var c poContainer
-		var obj bool
-		obj, err = s.enter('{')
-		for first := true; obj && err == nil; first = false {
-			if obj, err = s.next('}', first); !obj || err != nil {
-				break
-			}
-			var k []byte
-			if k, err = s.key(); err != nil {
-				break
-			}
-			switch string(k) {
-			case "name":
-				err = s.str(&c.Name)
-			case "restartPolicy":
-				err = s.str(&c.RestartPolicy)
-			default:
-				err = s.skip()
-			}
+		return s.skip()
+	})
+}
+
+func (s *poScanner) metadata(p *poPod) error {
+	m := &p.Metadata
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "name":
+			return s.str(&m.Name)
+		case "namespace":
+			return s.str(&m.Namespace)
+		case "uid":
+			return s.str(&m.UID)
+		case "deletionTimestamp":
+			return s.str(&m.DeletionTimestamp)
+		case "deletionGracePeriodSeconds":
+			return s.int64p(&m.DeletionGracePeriodSeconds)
 		}
-		*dst = append(*dst, c)
-	}
-	return err
+		return s.skip()
+	})
+}
+
+func (s *poScanner) spec(p *poPod) error {
+	sp := &p.Spec
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "nodeName":
+			return s.str(&sp.NodeName)
+		case "restartPolicy":
+			return s.str(&sp.RestartPolicy)
+		case "initContainers":
+			return poList(s, &sp.InitContainers, s.container)
+		case "containers":
+			return poList(s, &sp.Containers, s.container)
+		case "readinessGates":
+			return poList(s, &sp.ReadinessGates, func(g *poReadinessGate) error {
+				return s.field("conditionType", &g.ConditionType)
+			})
+		}
+		return s.skip()
+	})
+}
+
+func (s *poScanner) container(c *poContainer) error {
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "name":
+			return s.str(&c.Name)
+		case "restartPolicy":
+			return s.str(&c.RestartPolicy)
+		}
+		return s.skip()
+	})
 }
 
 func (s *poScanner) status(p *poPod) error {
 	st := &p.Status
-	in, err := s.enter('{')
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next('}', first); !in || err != nil {
-			break
-		}
-		var k []byte
-		if k, err = s.key(); err != nil {
-			break
-		}
+	return s.object(func(k []byte) error {
 		switch string(k) {
 		case "phase":
-			err = s.str(&st.Phase)
+			return s.str(&st.Phase)
 		case "reason":
-			err = s.str(&st.Reason)
+			return s.str(&st.Reason)
 		case "conditions":
-			st.Conditions = nil
-			var arr bool
-			if arr, err = s.enter('['); arr {
-				st.Conditions = []poCondition{}
-			}
-			for first := true; arr && err == nil; first = false {
-				if arr, err = s.next(']', first); !arr || err != nil {
-					break
-				}
-				var c poCondition
-				var obj bool
-				obj, err = s.enter('{')
-				for first := true; obj && err == nil; first = false {
-					if obj, err = s.next('}', first); !obj || err != nil {
-						break
-					}
-					var k []byte
-					if k, err = s.key(); err != nil {
-						break
-					}
-					switch string(k) {
-					case "type":
-						err = s.str(&c.Type)
-					case "status":
-						err = s.str(&c.Status)
-					default:
-						err = s.skip()
-					}
-				}
-				st.Conditions = append(st.Conditions, c)
-			}
+			return poList(s, &st.Conditions, s.condition)
 		case "initContainerStatuses":
-			err = s.statuses(&st.InitContainerStatuses)
+			return poList(s, &st.InitContainerStatuses, s.containerStatus)
 		case "containerStatuses":
-			err = s.statuses(&st.ContainerStatuses)
-		default:
-			err = s.skip()
+			return poList(s, &st.ContainerStatuses, s.containerStatus)
 		}
-	}
-	return err
+		return s.skip()
+	})
 }
 
-func (s *poScanner) statuses(dst *[]poContainerStatus) error {
-	*dst = nil
-	in, err := s.enter('[')
-	if in {
-		*dst = []poContainerStatus{}
-	}
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next(']', first); !in || err != nil {
-			break
+func (s *poScanner) condition(c *poCondition) error {
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "type":
+			return s.str(&c.Type)
+		case "status":
+			return s.str(&c.Status)
 		}
-		var cs poContainerStatus
-		var obj bool
-		obj, err = s.enter('{')
-		for first := true; obj && err == nil; first = false {
-			if obj, err = s.next('}', first); !obj || err != nil {
-				break
-			}
-			var k []byte
-			if k, err = s.key(); err != nil {
-				break
-			}
-			switch string(k) {
-			case "name":
-				err = s.str(&cs.Name)
-			case "ready":
-				err = s.bool(&cs.Ready)
-			case "state":
-				err = s.state(&cs.State)
-			case "lastState":
-				err = s.state(&cs.LastState)
-			default:
-				err = s.skip()
-			}
+		return s.skip()
+	})
+}
+
+func (s *poScanner) containerStatus(cs *poContainerStatus) error {
+	return s.object(func(k []byte) error {
+		switch string(k) {
+		case "name":
+			return s.str(&cs.Name)
+		case "ready":
+			return s.bool(&cs.Ready)
+		case "state":
+			return s.state(&cs.State)
+		case "lastState":
+			return s.state(&cs.LastState)
 		}
-		*dst = append(*dst, cs)
-	}
-	return err
+		return s.skip()
+	})
 }
 
 func (s *poScanner) state(st *poContainerState) error {
-	in, err := s.enter('{')
-	for first := true; in && err == nil; first = false {
-		if in, err = s.next('}', first); !in || err != nil {
-			break
-		}
-		var k []byte
-		if k, err = s.key(); err != nil {
-			break
-		}
+	return s.object(func(k []byte) error {
 		switch string(k) {
 		case "waiting":
-			st.Waiting = nil
-			if s.peek() == '{' {
-				st.Waiting = &struct {
-					Reason string `json:"reason"`
-				}{}
-				err = s.field("reason", &st.Waiting.Reason)
-			} else if !s.null() {
-				err = errPoScan
-			}
+			return poOptional(s, &st.Waiting, func(w *poWaiting) error { return s.field("reason", &w.Reason) })
 		case "running":
-			st.Running = nil
-			if s.peek() == '{' {
-				st.Running = &struct{}{}
-				err = s.skip()
-			} else if !s.null() {
-				err = errPoScan
-			}
+			return poOptional(s, &st.Running, func(*struct{}) error { return s.skip() })
 		case "terminated":
-			st.Terminated = nil
-			if s.peek() != '{' {
-				if !s.null() {
-					err = errPoScan
-				}
-				break
-			}
-			st.Terminated = &struct {
-				ExitCode int `json:"exitCode"`
-			}{}
-			var obj bool
-			obj, err = s.enter('{')
-			for first := true; obj && err == nil; first = false {
-				if obj, err = s.next('}', first); !obj || err != nil {
-					break
-				}
-				var k []byte
-				if k, err = s.key(); err != nil {
-					break
-				}
-				if string(k) == "exitCode" {
-					err = s.int(&st.Terminated.ExitCode)
-				} else {
-					err = s.skip()
-				}
-			}
-		default:
-			err = s.skip()
+			return poOptional(s, &st.Terminated, func(t *poTerminated) error {
+				return s.object(func(k []byte) error {
+					if string(k) == "exitCode" {
+						return s.int(&t.ExitCode)
+					}
+					return s.skip()
+				})
+			})
 		}
-	}
-	return err
+		return s.skip()
+	})
 }

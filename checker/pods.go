@@ -285,9 +285,35 @@ func (s *stopper) stopped() bool {
 	return s.n&4095 == 0 && s.ctx.Err() != nil
 }
 
-// withTimeout bounds ctx by opts' timeout.
-func withTimeout(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, opts.timeout())
+// checkRun is one run of a checker: the result it fills in, the context
+// that bounds it, and when it began.
+type checkRun struct {
+	Result
+	ctx   context.Context
+	start time.Time
+}
+
+// startCheck begins a run of checker, which judges guarantees: it bounds
+// ctx by opts' timeout and returns the run, the bounded context (the
+// run's) and its cancel, which the caller defers.
+func startCheck(ctx context.Context, opts Options, checker string, guarantees []string) (checkRun, context.Context, context.CancelFunc) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout())
+	return checkRun{Result: Result{Checker: checker, Guarantees: guarantees}, ctx: ctx, start: start}, ctx, cancel
+}
+
+// finish returns the result with verdict v, summary and the time the run
+// took.
+func (r *checkRun) finish(v Verdict, summary string) Result {
+	r.Verdict, r.Summary = v, summary
+	r.Stats.Duration = time.Since(r.start)
+	return r.Result
+}
+
+// cancelled finishes Unknown because the run's context ended during the
+// check of what.
+func (r *checkRun) cancelled(what string) Result {
+	return r.finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", what, context.Cause(r.ctx)))
 }
 
 // at renders when a ledger entry was recorded: its line in the ledger, the

@@ -125,6 +125,19 @@ func mustVerdict(t *testing.T, res Result, want Verdict) Result {
 	return res
 }
 
+// mustResult is mustVerdict that also wants the summary or the first
+// evidence's description to mention each of words.
+func mustResult(t *testing.T, res Result, want Verdict, words ...string) Result {
+	t.Helper()
+	res = mustVerdict(t, res, want)
+	text := res.Summary
+	if len(res.Evidence) > 0 {
+		text += "\n" + res.Evidence[0].Description
+	}
+	mustMention(t, "result", text, words...)
+	return res
+}
+
 func mustMention(t *testing.T, what, text string, words ...string) {
 	t.Helper()
 	for _, w := range words {

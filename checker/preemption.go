@@ -190,14 +190,8 @@ func (pc *preemptCheck) patchMayBeMissing(b *preemptBatch) bool {
 // without changing it; it answers Unknown when ctx ends or opts.Timeout
 // passes, and never Illegal when the history notes lost store events.
 func CheckPreemption(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, PreemptionChecker, preemptionGuarantees)
 	defer cancel()
-	res := Result{Checker: PreemptionChecker, Guarantees: preemptionGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary, res.Stats.Duration = v, summary, time.Since(start)
-		return res
-	}
 	batches := preemptBatches(h)
 	pc := &preemptCheck{h: h, r: newSchedReplay(h), failedPatches: map[string][]history.APICall{}}
 	for _, c := range h.API {
@@ -211,7 +205,7 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 	keys := map[string]bool{}
 	for bi := range batches {
 		if ctx.Err() != nil {
-			return finish(Unknown, fmt.Sprintf("check cancelled after %s of %s: %v", count(bi, "preemption"), count(len(batches), "preemption"), context.Cause(ctx)))
+			return res.finish(Unknown, fmt.Sprintf("check cancelled after %s of %s: %v", count(bi, "preemption"), count(len(batches), "preemption"), context.Cause(ctx)))
 		}
 		b := &batches[bi]
 		for pc.r.next < len(pc.r.events) && (pc.r.times[pc.r.next] <= b.upper || pc.r.rvs[pc.r.next] <= b.upperRV) {
@@ -246,14 +240,14 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 	}
 	if nIllegal > 0 {
 		if schedLostEvents(h) || decodeErrs > 0 {
-			return finish(Unknown, fmt.Sprintf("%s of %s look illegal, but store events were lost or did not decode, so the rebuilt state may be wrong", count(nIllegal, "preemption"), count(res.Stats.Checked, "judged preemption")))
+			return res.finish(Unknown, fmt.Sprintf("%s of %s look illegal, but store events were lost or did not decode, so the rebuilt state may be wrong", count(nIllegal, "preemption"), count(res.Stats.Checked, "judged preemption")))
 		}
 		res.Evidence = illegal
-		return finish(Illegal, fmt.Sprintf("%s of %s cannot be explained by any pending preemptor in any state the scheduler could have seen; first: %s",
+		return res.finish(Illegal, fmt.Sprintf("%s of %s cannot be explained by any pending preemptor in any state the scheduler could have seen; first: %s",
 			count(nIllegal, "preemption"), count(res.Stats.Checked, "judged preemption"), illegal[0].Description))
 	}
 	if len(batches) == 0 {
-		return finish(Ok, "the scheduler preempted no pod")
+		return res.finish(Ok, "the scheduler preempted no pod")
 	}
 	unjudged := res.Stats.Ops - res.Stats.Checked
 	note := ""
@@ -263,7 +257,7 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 	if pc.excused > 0 {
 		note += fmt.Sprintf("; %s without any nomination excused: a fault or the run's end may have stopped the scheduler before its patch", count(pc.excused, "preemption"))
 	}
-	return finish(Ok, fmt.Sprintf("all %s (%s) had a pending preemptor of higher priority, not of policy Never, nominated to the victims' node, that their removal made fit there and that surely fit nowhere else (PR-4 where decidable, PR-8..PR-10, PR-12)%s",
+	return res.finish(Ok, fmt.Sprintf("all %s (%s) had a pending preemptor of higher priority, not of policy Never, nominated to the victims' node, that their removal made fit there and that surely fit nowhere else (PR-4 where decidable, PR-8..PR-10, PR-12)%s",
 		count(res.Stats.Checked, "judged preemption"), count(victims, "victim"), note))
 }
 

@@ -107,27 +107,14 @@ func (c preemptCase) history(t *testing.T) *history.History {
 	return h
 }
 
+// checkPreemption runs CheckPreemption and compares the verdict; for
+// Illegal it also wants evidence naming the victim and its deletion and
+// containing each of the words.
 func checkPreemption(t *testing.T, h *history.History, want Verdict, words ...string) Result {
 	t.Helper()
-	res := CheckPreemption(context.Background(), h, Options{})
-	if res.Verdict != want {
-		t.Fatalf("verdict %s, want %s: %s; evidence %+v", res.Verdict, want, res.Summary, res.Evidence)
-	}
-	if want == Illegal {
-		if len(res.Evidence) == 0 {
-			t.Fatalf("Illegal without evidence: %s", res.Summary)
-		}
-		ev := res.Evidence[0]
-		if ev.Key != prioNS+"/victim" || len(ev.API) == 0 || ev.API[0].Verb != "delete" {
-			t.Errorf("evidence does not name the victim and its deletion: %+v", ev)
-		}
-		for _, w := range words {
-			if !strings.Contains(ev.Description, w) {
-				t.Errorf("evidence %q lacks %q", ev.Description, w)
-			}
-		}
-	}
-	return res
+	return checkSched(t, CheckPreemption(context.Background(), h, Options{}), want, "the victim and its deletion", func(ev Evidence) bool {
+		return ev.Key == prioNS+"/victim" && len(ev.API) > 0 && ev.API[0].Verb == "delete"
+	}, words...)
 }
 
 func TestPreemptionRules(t *testing.T) {

@@ -335,22 +335,16 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 	deleted := ev.Type == history.StoreDeleted
 	switch ch.kind {
 	case schedPods:
-		var p *schedPod
-		if !deleted {
-			var err error
-			if p, err = decodeSchedPod(ev.Object); err != nil {
-				return ch, fmt.Errorf("store event rv %s of pod %s: %w", ev.RV, ch.key, err)
-			}
+		p, err := schedDecode(ev, ch.key, "pod", decodeSchedPod)
+		if err != nil {
+			return ch, err
 		}
 		ch.podBefore, ch.podAfter = s.pods[ch.key], p
 		s.setPod(ch.key, ch.podBefore, p)
 	case schedNodes:
-		var n *schedNode
-		if !deleted {
-			var err error
-			if n, err = decodeSchedNode(ev.Object); err != nil {
-				return ch, fmt.Errorf("store event rv %s of node %s: %w", ev.RV, ch.key, err)
-			}
+		n, err := schedDecode(ev, ch.key, "node", decodeSchedNode)
+		if err != nil {
+			return ch, err
 		}
 		ch.nodeBefore, ch.nodeAfter = s.nodes[ch.key], n
 		if !ch.nodeBefore.sameForScheduling(n) {
@@ -362,15 +356,15 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 			s.nodes[ch.key] = n
 		}
 	case schedPDBs:
-		if deleted {
-			delete(s.pdbs, ch.key)
-			break
-		}
-		pdb, err := decodeSchedPDB(ev.Object)
+		pdb, err := schedDecode(ev, ch.key, "PodDisruptionBudget", decodeSchedPDB)
 		if err != nil {
-			return ch, fmt.Errorf("store event rv %s of PodDisruptionBudget %s: %w", ev.RV, ch.key, err)
+			return ch, err
 		}
-		s.pdbs[ch.key] = pdb
+		if pdb == nil {
+			delete(s.pdbs, ch.key)
+		} else {
+			s.pdbs[ch.key] = pdb
+		}
 	case schedClasses:
 		if deleted {
 			delete(s.classes, ch.key)
@@ -387,6 +381,20 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 			preemptNever: pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == string(corev1.PreemptNever)}
 	}
 	return ch, nil
+}
+
+// schedDecode decodes with decode the object of ev, a store event of the
+// what named key; it returns nil when ev deletes the object (decode itself
+// returns an object or an error).
+func schedDecode[T any](ev history.StoreEvent, key, what string, decode func([]byte) (*T, error)) (*T, error) {
+	if ev.Type == history.StoreDeleted {
+		return nil, nil
+	}
+	v, err := decode(ev.Object)
+	if err != nil {
+		return nil, fmt.Errorf("store event rv %s of %s %s: %w", ev.RV, what, key, err)
+	}
+	return v, nil
 }
 
 func (s *schedState) setPod(key string, old, p *schedPod) {

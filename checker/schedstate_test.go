@@ -3,6 +3,7 @@ package checker
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,31 @@ type schedHist struct {
 	rv int
 	// last holds the type of the last store event of each object.
 	last map[string]history.StoreEventType
+}
+
+// checkSched compares the verdict of res, a scheduling checker's result,
+// with want; for Illegal it also wants the first evidence to name what
+// (named tells) and to contain each of the words.
+func checkSched(t *testing.T, res Result, want Verdict, what string, named func(Evidence) bool, words ...string) Result {
+	t.Helper()
+	if res.Verdict != want {
+		t.Fatalf("verdict %s, want %s: %s; evidence %+v", res.Verdict, want, res.Summary, res.Evidence)
+	}
+	if want == Illegal {
+		if len(res.Evidence) == 0 {
+			t.Fatalf("Illegal without evidence: %s", res.Summary)
+		}
+		ev := res.Evidence[0]
+		if !named(ev) {
+			t.Errorf("evidence does not name %s: %+v", what, ev)
+		}
+		for _, w := range words {
+			if !strings.Contains(ev.Description, w) {
+				t.Errorf("evidence %q lacks %q", ev.Description, w)
+			}
+		}
+	}
+	return res
 }
 
 func newSchedHist(t testing.TB) *schedHist {

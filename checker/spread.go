@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,14 +61,8 @@ const spreadMaxNodeVersions = 64
 // it answers Unknown when ctx ends or opts.Timeout passes, and never
 // Illegal when the history notes lost store events.
 func CheckSpread(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, SpreadChecker, spreadGuarantees)
 	defer cancel()
-	res := Result{Checker: SpreadChecker, Guarantees: spreadGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary, res.Stats.Duration = v, summary, time.Since(start)
-		return res
-	}
 	sc := &spreadCheck{h: h, r: newSchedReplay(h), binds: schedBindCalls(h)}
 	stop := stopper{ctx: ctx}
 	var illegal []Evidence
@@ -77,7 +70,7 @@ func CheckSpread(ctx context.Context, h *history.History, opts Options) Result {
 	keys := map[string]bool{}
 	for {
 		if stop.stopped() {
-			return finish(Unknown, fmt.Sprintf("check cancelled after %s of %s: %v", count(res.Stats.Checked, "binding"), count(len(sc.r.events), "store event"), context.Cause(ctx)))
+			return res.finish(Unknown, fmt.Sprintf("check cancelled after %s of %s: %v", count(res.Stats.Checked, "binding"), count(len(sc.r.events), "store event"), context.Cause(ctx)))
 		}
 		ch, ok, err := sc.r.step()
 		if !ok {
@@ -136,16 +129,16 @@ func CheckSpread(ctx context.Context, h *history.History, opts Options) Result {
 	}
 	if nIllegal > 0 {
 		if schedLostEvents(h) || decodeErrs > 0 {
-			return finish(Unknown, fmt.Sprintf("%s of %s look illegal, but store events were lost, so the rebuilt state may be wrong%s", count(nIllegal, "placement"), count(res.Stats.Checked, "judged binding"), note))
+			return res.finish(Unknown, fmt.Sprintf("%s of %s look illegal, but store events were lost, so the rebuilt state may be wrong%s", count(nIllegal, "placement"), count(res.Stats.Checked, "judged binding"), note))
 		}
 		res.Evidence = illegal
-		return finish(Illegal, fmt.Sprintf("%s of %s break a DoNotSchedule topology spread constraint in every state the scheduler could have seen; first: %s%s",
+		return res.finish(Illegal, fmt.Sprintf("%s of %s break a DoNotSchedule topology spread constraint in every state the scheduler could have seen; first: %s%s",
 			count(nIllegal, "placement"), count(res.Stats.Checked, "judged binding"), illegal[0].Key, note))
 	}
 	if res.Stats.Checked == 0 {
-		return finish(Ok, "no binding of a pod with DoNotSchedule topology spread constraints to judge"+note)
+		return res.finish(Ok, "no binding of a pod with DoNotSchedule topology spread constraints to judge"+note)
 	}
-	return finish(Ok, fmt.Sprintf("all %s of pods with DoNotSchedule topology spread constraints keep their skew (TS-2, TS-4..TS-8, TS-11, TS-12)%s", count(res.Stats.Checked, "binding"), note))
+	return res.finish(Ok, fmt.Sprintf("all %s of pods with DoNotSchedule topology spread constraints keep their skew (TS-2, TS-4..TS-8, TS-11, TS-12)%s", count(res.Stats.Checked, "binding"), note))
 }
 
 // schedBindCalls indexes the scheduler's pods/binding calls by pod key,

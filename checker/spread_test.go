@@ -3,7 +3,6 @@ package checker
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -62,25 +61,9 @@ func zones(names ...string) []*corev1.Node {
 // also wants evidence naming the pod and containing each of the words.
 func checkSpread(t *testing.T, h *history.History, want Verdict, words ...string) Result {
 	t.Helper()
-	res := CheckSpread(context.Background(), h, Options{})
-	if res.Verdict != want {
-		t.Fatalf("verdict %s, want %s: %s; evidence %+v", res.Verdict, want, res.Summary, res.Evidence)
-	}
-	if want == Illegal {
-		if len(res.Evidence) == 0 {
-			t.Fatalf("Illegal without evidence: %s", res.Summary)
-		}
-		ev := res.Evidence[0]
-		if ev.Key != "default/mypod" || len(ev.API) != 1 || ev.API[0].Subresource != "binding" {
-			t.Errorf("evidence does not name the pod and its binding: %+v", ev)
-		}
-		for _, w := range words {
-			if !strings.Contains(ev.Description, w) {
-				t.Errorf("evidence %q lacks %q", ev.Description, w)
-			}
-		}
-	}
-	return res
+	return checkSched(t, CheckSpread(context.Background(), h, Options{}), want, "the pod and its binding", func(ev Evidence) bool {
+		return ev.Key == "default/mypod" && len(ev.API) == 1 && ev.API[0].Subresource == "binding"
+	}, words...)
 }
 
 // TestSpreadWorkedExamples runs TS-E's examples: every node the example

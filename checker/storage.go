@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -38,15 +37,8 @@ var storageGuarantees = []string{"PS-15", "PS-14"}
 // descriptions), and answers Unknown when ctx ends or opts.Timeout passes
 // first.
 func CheckStorage(ctx context.Context, h *history.History, opts Options) Result {
-	start := time.Now()
-	ctx, cancel := withTimeout(ctx, opts)
+	res, ctx, cancel := startCheck(ctx, opts, StorageChecker, storageGuarantees)
 	defer cancel()
-	res := Result{Checker: StorageChecker, Guarantees: storageGuarantees}
-	finish := func(v Verdict, summary string) Result {
-		res.Verdict, res.Summary = v, summary
-		res.Stats.Duration = time.Since(start)
-		return res
-	}
 	ledger := h.Ledger
 	type volume struct {
 		cur        string         // the writer whose turn it is
@@ -65,7 +57,7 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 	st := &stopper{ctx: ctx}
 	for i, e := range ledger {
 		if st.stopped() {
-			return finish(Unknown, fmt.Sprintf("check of %s cancelled: %v", count(res.Stats.Ops, "storage write"), context.Cause(ctx)))
+			return res.cancelled(count(res.Stats.Ops, "storage write"))
 		}
 		switch e.Action {
 		case history.LedgerStart:
@@ -140,7 +132,7 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 	res.Stats.Keys = len(vols)
 	res.Evidence = append(append(interleaved, fenceBroken...), late...)
 	if res.Stats.Ops == 0 {
-		return finish(Unknown, "not checked: the ledger records no storage write")
+		return res.finish(Unknown, "not checked: the ledger records no storage write")
 	}
 
 	lateNote := ""
@@ -149,7 +141,7 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 			count(nLate, "write"))
 	}
 	if nInterleaved == 0 && nFenceBroken == 0 {
-		return finish(Ok, fmt.Sprintf("%s over %s never interleaved two running pods, and no node wrote again once the storage refused it as fenced (%s)%s",
+		return res.finish(Ok, fmt.Sprintf("%s over %s never interleaved two running pods, and no node wrote again once the storage refused it as fenced (%s)%s",
 			count(res.Stats.Checked, "accepted write"), count(len(vols), "volume"), count(len(refused), "fenced node"), lateNote))
 	}
 	var parts []string
@@ -160,7 +152,7 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 		parts = append(parts, fmt.Sprintf("%s wrote again after the storage had refused it as fenced (PS-14, unless an admin unfenced it, which the history does not record), first node %s",
 			count(nFenceBroken, "node"), fenceBroken[0].Key))
 	}
-	return finish(Illegal, strings.Join(parts, "; ")+lateNote)
+	return res.finish(Illegal, strings.Join(parts, "; ")+lateNote)
 }
 
 // interleaveEvidence shows writer A's write, the write of another pod that
