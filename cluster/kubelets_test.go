@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,5 +301,56 @@ func TestKubeletLivenessKillAndBackoff(t *testing.T) {
 	}
 	if got := starts[1].Scaled.Sub(kills[0].Scaled); got < kubelet.BackoffInitial {
 		t.Errorf("restarted %s after the kill, want at least the %s back-off", got, kubelet.BackoffInitial)
+	}
+}
+
+// TestKubeletFinalStatusShowsExits: the status a kubelet posts when a
+// deleted pod's containers have stopped shows them terminated, never a
+// terminal phase beside a container still running (LC-2, LC-5). The
+// containers stop at once on TERM, inside the same sync that terminates
+// them.
+func TestKubeletFinalStatusShowsExits(t *testing.T) {
+	_, _, cs := startKubeletCluster(t, 1)
+	var mu sync.Mutex
+	var bad []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || (p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded) {
+				continue
+			}
+			for _, c := range p.Status.ContainerStatuses {
+				if c.State.Running != nil {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%s %s with container %s running", p.Name, p.Status.Phase, c.Name))
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	var names []string
+	for i := range 24 {
+		names = append(names, fmt.Sprintf("p%d", i))
+	}
+	for _, n := range names {
+		createPod(t, cs, scriptedPod(n, "node-0", 5, map[string]string{"app": ""}, "app"))
+	}
+	for _, n := range names {
+		waitFor(t, n+" running", 20*time.Second, func() bool { p, _ := podPhase(t, cs, n); return p == corev1.PodRunning })
+		deletePod(t, cs, n, nil)
+	}
+	for _, n := range names {
+		waitFor(t, n+" removed", 30*time.Second, func() bool { _, exists := podPhase(t, cs, n); return !exists })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Errorf("terminal phase beside running containers: %v", bad)
 	}
 }

@@ -216,6 +216,12 @@ func (w *podWorker) sync(ctx context.Context, deleted bool) (time.Time, bool) {
 	terminating := deleted || (w.pod != nil && w.pod.DeletionTimestamp != nil)
 	if terminating || (w.evictGrace != nil && w.pod != nil) {
 		w.terminate(ctx, deleted)
+		if w.term.finished() {
+			// The containers stopped during terminate: their exits belong
+			// in the status posted now (LC-2: no Failed pod shows a
+			// container still running).
+			w.collectExits(now)
+		}
 		if w.term.finished() && !terminating {
 			// Evicted: the pod stays, Failed, until someone deletes it
 			// (LC-14); that deletion finds nothing left to kill.

@@ -24,8 +24,10 @@ var ConformanceRuns = map[string]Scenario{
 	// (PS-14, PS-15): a fenced pet keeps running but cannot write.
 	"fencing": {Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true, FenceAgents: []string{"storage"},
 		NemesisInterval: Duration(3 * time.Second), Duration: Duration(12 * time.Second), Seed: 13},
-	// ReplicaSets under kubelet crashes and controller restarts (PS-7).
-	"replicas": {Workload: "replicas", Nemesis: []string{"kill-kubelet", "kill-controller"},
+	// ReplicaSets under kubelet crashes and controller restarts (PS-7):
+	// containers that ignore TERM and long graces, so a replacement starts
+	// while its predecessor still runs.
+	"replicas": {Workload: "replicas-grace", Nemesis: []string{"kill-kubelet", "kill-controller"},
 		NemesisInterval: Duration(2 * time.Second), Duration: Duration(10 * time.Second), Seed: 14},
 	// Every kind of pod lifecycle: exit codes × restart policies, crash
 	// loops, init containers, probes, readiness gates, preStop hooks.
