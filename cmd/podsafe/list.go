@@ -51,8 +51,12 @@ func newListCmd() *cobra.Command {
 			for _, fp := range nemesis.Failpoints {
 				fmt.Fprintf(out, "  %-20s %s (%s)\n", strings.TrimPrefix(fp.Name, "github.com/podsafe/podsafe/"), fp.Describe, fp.Term)
 			}
-			fmt.Fprintln(out, "\nPlanted bugs (--bug):")
-			printMap(out, specs.Bugs)
+			fmt.Fprintln(out, "\nPlanted bugs (--bug; make bugzoo runs them all):")
+			bugs := map[string]string{}
+			for _, b := range specs.Zoo() {
+				bugs[b.Name] = b.Description + "; caught by " + b.Checker
+			}
+			printMap(out, bugs)
 			return nil
 		},
 	}
@@ -64,7 +68,11 @@ func printMap(out interface{ Write([]byte) (int, error) }, m map[string]string) 
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
+	width := 20
 	for _, k := range ks {
-		fmt.Fprintf(out, "  %-20s %s\n", k, m[k])
+		width = max(width, len(k))
+	}
+	for _, k := range ks {
+		fmt.Fprintf(out, "  %-*s %s\n", width, k, m[k])
 	}
 }
