@@ -596,8 +596,46 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		})
 	})
 
-	It("PR-5: a nominated preemptor may land elsewhere, and loses its nomination to a higher priority", Label("PR-5", "PR"), func() {
-		Skip("not yet probed: needs a scheduler run that frees another node between nomination and binding")
+	It("PR-5: a nominated preemptor lands on another node that frees up first", Label("PR-5", "PR"), func(ctx SpecContext) {
+		_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 2, 1), Kubelets: true, Scheduler: true})
+		for name, value := range map[string]int32{"p10": 10, "p100": 100, "p1000": 1000} {
+			_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		pods := cs.CoreV1().Pods("default")
+		pod := func(name, class, node string, grace int64, script string) *corev1.Pod {
+			p := simPod(name, nil)
+			p.Spec.PriorityClassName, p.Spec.NodeName = class, node
+			p.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+			p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": script}
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+			return p
+		}
+		// The victim on node-0 takes 600 scaled s (12 s wall) to go; node-1's
+		// pod has a higher priority than the victim, so preemption picks
+		// node-0 and nominates it.
+		for _, p := range []*corev1.Pod{pod("victim", "p10", "node-0", 600, "ignore-term"), pod("other", "p100", "node-1", 1, "")} {
+			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := pods.Create(ctx, pod("preemptor", "p1000", "", 30, ""), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			p, err := pods.Get(ctx, "preemptor", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.NominatedNodeName
+		}).WithTimeout(20*time.Second).Should(Equal("node-0"), "preemption nominated the victim's node")
+		// node-1 frees up long before the victim is gone: the preemptor
+		// may land there (PR-5), and does.
+		Expect(pods.Delete(ctx, "other", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() string {
+			p, err := pods.Get(ctx, "preemptor", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Spec.NodeName
+		}).WithTimeout(10*time.Second).Should(Equal("node-1"), "bound to the node that freed up first")
+		v, err := pods.Get(ctx, "victim", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the victim was still terminating when the preemptor was bound elsewhere")
+		Expect(v.DeletionTimestamp).NotTo(BeNil())
 	})
 
 	// TS-E: the worked examples of the topology spread documentation, on the
