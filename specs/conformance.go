@@ -32,8 +32,9 @@ var ConformanceRuns = map[string]Scenario{
 	// Every kind of pod lifecycle: exit codes × restart policies, crash
 	// loops, init containers, probes, readiness gates, preStop hooks.
 	"lifecycle": {Workload: "lifecycle", Nemesis: []string{"none"}, Duration: Duration(15 * time.Second), Seed: 15},
-	// Priority classes, budgets and preemption.
-	"priority": {Workload: "priority", Nemesis: []string{"none"}, Duration: Duration(12 * time.Second), Seed: 16},
+	// Priority classes, budgets and preemption: long enough for several
+	// preemptions whatever the schedule (12 s sometimes had none).
+	"priority": {Workload: "priority", Nemesis: []string{"none"}, Duration: Duration(25 * time.Second), Seed: 16},
 	// Topology spread, with the scheduler killed now and then.
 	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"},
 		NemesisInterval: Duration(3 * time.Second), Duration: Duration(10 * time.Second), Seed: 17},
