@@ -61,6 +61,10 @@ type ConformanceRow struct {
 	Failed   []RunRef `json:"failed,omitempty"`
 	Passed   []RunRef `json:"passed,omitempty"`
 	Unknown  []RunRef `json:"unknown,omitempty"`
+	// SpecsPassed and SpecsFailed name the suite's specs labelled with the
+	// guarantee that passed or failed (see AddSpecs).
+	SpecsPassed []string `json:"specs_passed,omitempty"`
+	SpecsFailed []string `json:"specs_failed,omitempty"`
 }
 
 // ConformanceProblem is a directory that could not be read as a run.
@@ -172,18 +176,30 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 		}
 	}
 	sortIDs(order)
-	t := &rep.Totals
 	for _, id := range order {
 		a := accs[id]
 		row := a.row
 		row.Specs = sortedKeys(a.specs)
 		row.Checkers = sortedKeys(a.checkers)
-		row.Covered = len(row.Failed)+len(row.Passed)+len(row.Unknown) > 0
+		rep.Rows = append(rep.Rows, *row)
+	}
+	rep.count()
+	sort.SliceStable(rep.Runs, func(i, j int) bool { return rep.Runs[i].Started.After(rep.Runs[j].Started) })
+	return rep, nil
+}
+
+// count sets every row's Covered and Status from its runs and specs, and
+// the totals.
+func (rep *ConformanceReport) count() {
+	t := ConformanceTotals{Guarantees: len(rep.Rows), Runs: len(rep.Runs)}
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		row.Covered = len(row.Failed)+len(row.Passed)+len(row.Unknown)+len(row.SpecsFailed)+len(row.SpecsPassed) > 0
 		switch {
-		case len(row.Failed) > 0:
+		case len(row.Failed) > 0 || len(row.SpecsFailed) > 0:
 			row.Status = StatusFailed
 			t.Failed++
-		case len(row.Passed) > 0:
+		case len(row.Passed) > 0 || len(row.SpecsPassed) > 0:
 			row.Status = StatusPassed
 			t.Passed++
 		case len(row.Unknown) > 0:
@@ -196,17 +212,57 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 		if row.Covered {
 			t.Covered++
 		}
-		rep.Rows = append(rep.Rows, *row)
 	}
-	t.Guarantees = len(rep.Rows)
-	t.Runs = len(rep.Runs)
 	for _, r := range rep.Runs {
 		if r.Verdict != checker.Ok || r.Error != "" {
 			t.RunsFailed++
 		}
 	}
-	sort.SliceStable(rep.Runs, func(i, j int) bool { return rep.Runs[i].Started.After(rep.Runs[j].Started) })
-	return rep, nil
+	rep.Totals = t
+}
+
+// SpecResult is the outcome of one spec of a conformance suite (a ginkgo
+// It) and the guarantee IDs it is labelled with: the live probes and
+// history assertions that no run's checker reports.
+type SpecResult struct {
+	Name string `json:"name"`
+	// IDs are the guarantee IDs among the spec's labels.
+	IDs []string `json:"ids"`
+	// State is passed, failed or skipped.
+	State   string `json:"state"`
+	Failure string `json:"failure,omitempty"`
+}
+
+// SpecsFile holds a suite's spec results in a store (see AddSpecs).
+const SpecsFile = "specs.json"
+
+// AddSpecs counts spec results in: a passed spec labelled with an ID covers
+// it, a failed one fails it; skipped specs cover nothing. Spec names join
+// the row's Specs as "spec: <name>".
+func (rep *ConformanceReport) AddSpecs(specs []SpecResult) {
+	idx := map[string]int{}
+	for i, r := range rep.Rows {
+		idx[r.ID] = i
+	}
+	for _, sp := range specs {
+		for _, id := range sp.IDs {
+			i, ok := idx[id]
+			if !ok {
+				continue
+			}
+			row := &rep.Rows[i]
+			switch sp.State {
+			case StatusPassed:
+				row.SpecsPassed = append(row.SpecsPassed, sp.Name)
+			case StatusFailed:
+				row.SpecsFailed = append(row.SpecsFailed, sp.Name)
+			default:
+				continue
+			}
+			row.Specs = append(row.Specs, "spec: "+sp.Name)
+		}
+	}
+	rep.count()
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -320,8 +376,9 @@ const (
 	ConformanceJUnitFile = "conformance-junit.xml"
 )
 
-// ConformanceDir finds every run beneath store, aggregates them and writes
-// the conformance report into store.
+// ConformanceDir finds every run beneath store, aggregates them, counts in
+// the spec results of store/specs.json when a suite left one, and writes the
+// conformance report into store.
 func ConformanceDir(store string) (*ConformanceReport, error) {
 	dirs, err := FindRuns(store)
 	if err != nil {
@@ -330,6 +387,13 @@ func ConformanceDir(store string) (*ConformanceReport, error) {
 	rep, err := Conformance(dirs)
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", store, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(store, SpecsFile)); err == nil {
+		var specs []SpecResult
+		if err := json.Unmarshal(b, &specs); err != nil {
+			return rep, fmt.Errorf("%s is corrupt: %w", filepath.Join(store, SpecsFile), err)
+		}
+		rep.AddSpecs(specs)
 	}
 	return rep, WriteConformance(store, rep)
 }

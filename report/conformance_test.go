@@ -163,3 +163,42 @@ func TestConformanceEscapes(t *testing.T) {
 		t.Errorf("conformance.html carries hostile text unescaped")
 	}
 }
+
+// The suite's specs count in: a passed spec labelled with an ID covers a
+// guarantee no run judged, a failed one fails it, a skipped one covers
+// nothing; a corrupt specs.json is named.
+func TestConformanceSpecs(t *testing.T) {
+	store := t.TempDir()
+	storeRun(t, store, "pets", 1, time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), chk("amo", checker.Ok, "PS-1"))
+	specs := []SpecResult{
+		{Name: "PR-1 probe", IDs: []string{"PR-1"}, State: StatusPassed},
+		{Name: "TS-1 probe", IDs: []string{"TS-1"}, State: StatusFailed, Failure: "accepted maxSkew 0"},
+		{Name: "PR-5 probe", IDs: []string{"PR-5"}, State: "skipped"},
+		{Name: "PS-1 spec", IDs: []string{"PS-1"}, State: StatusPassed},
+	}
+	b, _ := json.Marshal(specs)
+	if err := os.WriteFile(filepath.Join(store, SpecsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ConformanceDir(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for _, r := range rep.Rows {
+		status[r.ID] = r.Status
+	}
+	want := map[string]string{"PR-1": StatusPassed, "TS-1": StatusFailed, "PR-5": StatusNotCovered, "PS-1": StatusPassed, "LC-1": StatusNotCovered}
+	for id, w := range want {
+		if status[id] != w {
+			t.Errorf("%s: status %q, want %q", id, status[id], w)
+		}
+	}
+	if rep.Totals.Failed != 1 || rep.Totals.Passed != 2 || rep.Totals.Covered != 3 {
+		t.Errorf("totals %+v", rep.Totals)
+	}
+	os.WriteFile(filepath.Join(store, SpecsFile), []byte("["), 0o644)
+	if _, err := ConformanceDir(store); err == nil || !strings.Contains(err.Error(), SpecsFile) {
+		t.Errorf("corrupt specs.json: error %v, want one naming it", err)
+	}
+}

@@ -190,18 +190,20 @@ func servedResources(d discovery.DiscoveryInterface, groupVersions ...string) (m
 func (s *Scheduler) Run(ctx context.Context) error {
 	pods := s.factory.Core().V1().Pods().Informer()
 	nodes := s.factory.Core().V1().Nodes().Informer()
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podsReg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPod(obj) },
 		UpdateFunc: func(_, obj any) { s.onPod(obj) },
 		DeleteFunc: s.onPodDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
-	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodesReg, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onNode(obj) },
 		UpdateFunc: func(_, obj any) { s.onNode(obj) },
 		DeleteFunc: s.onNodeDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("watching nodes: %w", err)
 	}
 	s.factory.Policy().V1().PodDisruptionBudgets().Informer()
@@ -223,6 +225,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("syncing informer %v: %w", typ, ctx.Err())
 		}
+	}
+	// The informers' stores are synced; wait until the handlers have seen
+	// every initial pod and node too, so that the first pod popped is the
+	// most important of all pending ones (PR-3), not of those queued so far.
+	if !cache.WaitForCacheSync(ctx.Done(), podsReg.HasSynced, nodesReg.HasSynced) {
+		return nil
 	}
 	s.log.Info("scheduler started", "scheduler_name", s.cfg.SchedulerName, "preemption", !s.cfg.DisablePreemption)
 	for ctx.Err() == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
@@ -275,11 +276,39 @@ func ledgerActions(h *history.History) map[history.LedgerAction]int {
 
 // With PODSAFE_CONFORMANCE_STORE set, the suite leaves its runs there and
 // writes the conformance report over them (conformance.html, .json and a
-// JUnit file): for every guarantee ID, covered or not, by which runs.
-var _ = AfterSuite(func() {
-	if os.Getenv("PODSAFE_CONFORMANCE_STORE") == "" {
+// JUnit file): for every guarantee ID, covered or not, by which runs and by
+// which specs (the spec results go to specs.json beside the runs).
+var _ = ReportAfterSuite("conformance report", func(r Report) {
+	store := os.Getenv("PODSAFE_CONFORMANCE_STORE")
+	if store == "" {
 		return
 	}
-	_, err := report.ConformanceDir(conformance.StoreDir)
+	var results []report.SpecResult
+	for _, sp := range r.SpecReports {
+		if sp.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		var ids []string
+		for _, l := range sp.Labels() {
+			if _, ok := report.LookupGuarantee(l); ok {
+				ids = append(ids, l)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		res := report.SpecResult{Name: sp.FullText(), IDs: ids, State: "skipped"}
+		switch {
+		case sp.State.Is(types.SpecStatePassed):
+			res.State = report.StatusPassed
+		case sp.State.Is(types.SpecStateFailureStates):
+			res.State, res.Failure = report.StatusFailed, sp.Failure.Message
+		}
+		results = append(results, res)
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(filepath.Join(store, report.SpecsFile), b, 0o644)).To(Succeed())
+	_, err = report.ConformanceDir(store)
 	Expect(err).NotTo(HaveOccurred())
 })
