@@ -114,7 +114,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		log.Error("run broke", "err", runErr)
 	}
 	// Check whatever was recorded, even after a broken run.
-	chk, h, chkErr := checkDir(ctx, dir, opts.CheckTimeout)
+	chk, h, chkErr := CheckDirHistory(ctx, dir, opts.CheckTimeout)
 	if chkErr != nil {
 		runErr = errors.Join(runErr, chkErr)
 	} else {
@@ -271,12 +271,13 @@ func HistoryLedgerEntry(e kubelet.LedgerEntry) history.LedgerEntry {
 // the checkers and writes linearizability.html there. It does not write
 // results.json; `podsafe check` and Run do.
 func CheckDir(ctx context.Context, dir string, timeout time.Duration) (*report.Results, error) {
-	res, _, err := checkDir(ctx, dir, timeout)
+	res, _, err := CheckDirHistory(ctx, dir, timeout)
 	return res, err
 }
 
-// checkDir is CheckDir, also returning the loaded history.
-func checkDir(ctx context.Context, dir string, timeout time.Duration) (*report.Results, *history.History, error) {
+// CheckDirHistory is CheckDir, also returning the loaded history, so that a
+// caller writing the report does not load it again.
+func CheckDirHistory(ctx context.Context, dir string, timeout time.Duration) (*report.Results, *history.History, error) {
 	h, err := history.Load(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading history: %w", err)

@@ -25,7 +25,7 @@ func newCheckCmd() *cobra.Command {
 			if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
 				return &exitError{code: exitUsage, err: fmt.Errorf("%s holds no history.jsonl: %w", dir, err)}
 			}
-			res, err := specs.CheckDir(cmd.Context(), dir, timeout)
+			res, h, err := specs.CheckDirHistory(cmd.Context(), dir, timeout)
 			if err != nil {
 				return &exitError{code: exitCrashed, err: err}
 			}
@@ -35,7 +35,7 @@ func newCheckCmd() *cobra.Command {
 			if err := report.WriteResults(dir, *res); err != nil {
 				return &exitError{code: exitCrashed, err: err}
 			}
-			if err := report.RenderDir(dir); err != nil {
+			if err := report.WriteRun(dir, h, res); err != nil {
 				return &exitError{code: exitCrashed, err: fmt.Errorf("writing the report: %w", err)}
 			}
 			out := cmd.OutOrStdout()
