@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/pingcap/failpoint"
@@ -55,8 +57,20 @@ type fsm struct {
 	mu      sync.RWMutex
 	objects map[string]map[Key]stored // resource -> key -> object
 	applied uint64
+	// waiters wait for applied to reach an index (see waitApplied); guarded
+	// by mu.
+	waiters []appliedWaiter
 	hub     *hub
 	log     *slog.Logger
+	// delay is an injected fault (SetApplyDelay): every command waits this
+	// long before it is applied, as on a member whose disk or CPU is slow.
+	delay atomic.Int64
+}
+
+// appliedWaiter is closed once the state machine has applied index.
+type appliedWaiter struct {
+	index uint64
+	done  chan struct{}
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -70,10 +84,13 @@ func newFSM(h *hub, log *slog.Logger) *fsm {
 func (f *fsm) Apply(l *raft.Log) any {
 	// Failpoint applyDelay: slow the state machine (a member that lags).
 	failpoint.Inject("applyDelay", func() {})
+	if d := time.Duration(f.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
 	var cmd command
 	if err := json.Unmarshal(l.Data, &cmd); err != nil {
 		f.mu.Lock()
-		f.applied = l.Index
+		f.setAppliedLocked(l.Index)
 		f.mu.Unlock()
 		f.log.Error("undecodable raft command", "index", l.Index, "err", err)
 		return applyResult{err: fmt.Errorf("%w: undecodable command at index %d", ErrInvalid, l.Index)}
@@ -81,7 +98,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied = l.Index
+	f.setAppliedLocked(l.Index)
 	ev, err := f.applyLocked(cmd, l.Index)
 	if err != nil {
 		return applyResult{err: err}
@@ -204,6 +221,39 @@ func (f *fsm) list(resource, namespace string) ([]Object, uint64) {
 	f.mu.RUnlock()
 	slices.SortFunc(objs, func(a, b Object) int { return compareKeys(a.Key, b.Key) })
 	return objs, rev
+}
+
+// setAppliedLocked records that index is applied and releases the waiters it
+// satisfies. f.mu must be held for writing.
+func (f *fsm) setAppliedLocked(index uint64) {
+	f.applied = index
+	if len(f.waiters) == 0 {
+		return
+	}
+	kept := f.waiters[:0]
+	for _, w := range f.waiters {
+		if w.index <= index {
+			close(w.done)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(f.waiters[len(kept):])
+	f.waiters = kept
+}
+
+// appliedChan returns a channel that is closed once the state machine has
+// applied index, and the index applied now; the channel is nil when index is
+// applied already.
+func (f *fsm) appliedChan(index uint64) (<-chan struct{}, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.applied >= index {
+		return nil, f.applied
+	}
+	w := appliedWaiter{index: index, done: make(chan struct{})}
+	f.waiters = append(f.waiters, w)
+	return w.done, f.applied
 }
 
 // appliedIndex returns the index of the last applied command.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/pingcap/failpoint"
 )
 
 // errRetry marks an attempt that definitely had no effect because the member
@@ -256,33 +257,123 @@ func (s *Store) applyLocal(ctx context.Context, body []byte) (Object, error) {
 	return res.obj, res.err
 }
 
-// readIndex makes a read of local state on the leader linearizable.
+// readIndex makes a read of local state on the leader linearizable: the
+// read-index protocol of the raft thesis (section 6.4).
 //
-// Why this suffices: a new leader's state machine may lag entries that
-// earlier leaders committed (and acknowledged). A barrier committed in the
-// leader's own term forces everything before it to be applied, so after one
-// barrier per term the leader's state includes every write acknowledged by
-// any earlier leader; writes acknowledged by this leader were applied here
-// before they were acknowledged. VerifyLeader then contacts a quorum after
-// the read began: if it succeeds, no later term existed at that moment, so no
-// other member can have acknowledged a write (or served a read) newer than
-// this state. The read therefore reflects every operation that completed
-// before it started, which is linearizability.
+//  1. The leader must have committed an entry of its own term, or its commit
+//     index may lag what earlier leaders committed: one barrier per term.
+//  2. The commit index at the moment the read began is the read index: every
+//     write acknowledged to anyone before then, and every change any member
+//     may have applied (and streamed to its watchers) before then, is at or
+//     below it.
+//  3. VerifyLeader then contacts a quorum: if it succeeds, no later term
+//     existed when the read began, so nothing newer was committed elsewhere.
+//  4. Finally the read waits until this member's state machine has applied
+//     the read index. raft applies committed entries asynchronously, and a
+//     follower can apply an entry and deliver it on a watch before the
+//     leader's own state machine has applied it; without this wait a client
+//     could be told "not found" for an object its watch just delivered.
+//
+// The read therefore reflects every operation that completed, and every
+// change any member made visible, before it started.
 func (s *Store) readIndex(ctx context.Context) error {
 	term := s.raft.CurrentTerm()
 	if s.barrierTerm.Load() != term {
-		if err := waitFuture(ctx, s.raft.Barrier(s.cfg.LeaderWait)); err != nil {
+		f := s.raft.Barrier(s.cfg.LeaderWait)
+		if err := waitFuture(ctx, f); err != nil {
 			return readErr(err)
 		}
 		// The term was read before the barrier was proposed, so the barrier
 		// was committed in this term or a later one; recording the earlier
 		// term can only cause an extra barrier, never a missing one.
 		s.barrierTerm.Store(term)
+		if idx, ok := f.(raft.IndexFuture); ok {
+			s.noteProcessed(idx.Index())
+		}
 	}
+	readIndex := s.raft.CommitIndex()
 	if err := waitFuture(ctx, s.raft.VerifyLeader()); err != nil {
 		return readErr(err)
 	}
-	return nil
+	// Planted bug "read-skips-apply-wait" (bug zoo): answer from whatever
+	// the leader's state machine holds now (breaks read-after-watch).
+	skip := false
+	failpoint.Inject("readSkipsApplyWait", func() { skip = true })
+	if skip {
+		return nil
+	}
+	return s.waitApplied(ctx, readIndex)
+}
+
+// waitApplied waits until this member's state machine reflects every
+// committed entry up to index. Not every entry reaches the state machine:
+// raft keeps its no-op and barrier entries (and configuration changes) to
+// itself, so an index that is such an entry is never "applied" by the FSM.
+// When raft has handed every entry up to index to the state machine and the
+// FSM still reports an older index, a barrier settles it: raft resolves a
+// barrier only after the state machine has consumed everything before it.
+func (s *Store) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		if s.processed.Load() >= index {
+			return nil
+		}
+		done, applied := s.fsm.appliedChan(index)
+		if done == nil {
+			return nil
+		}
+		if s.raft.AppliedIndex() >= index {
+			// Everything up to index was handed to the state machine. If
+			// none of the entries after the FSM's last command is a command,
+			// the state machine is current; otherwise wait for it.
+			if current, err := s.onlyNonCommands(applied, index); err == nil && current {
+				s.noteProcessed(index)
+				return nil
+			}
+		}
+		t := time.NewTimer(s.cfg.CommitTimeout)
+		select {
+		case <-done:
+			t.Stop()
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: waiting for index %d to be applied: %v", ErrTimeout, index, ctx.Err())
+		case <-s.closing:
+			t.Stop()
+			return ErrClosed
+		}
+	}
+}
+
+// onlyNonCommands reports whether the log entries after from, up to and
+// including to, hold no command for the state machine. An entry already
+// compacted away was included in a snapshot, so the state machine has it.
+func (s *Store) onlyNonCommands(from, to uint64) (bool, error) {
+	var l raft.Log
+	for i := from + 1; i <= to; i++ {
+		if err := s.logs.GetLog(i, &l); err != nil {
+			if errors.Is(err, raft.ErrLogNotFound) {
+				continue
+			}
+			return false, err
+		}
+		if l.Type == raft.LogCommand {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// noteProcessed records that the state machine has consumed every entry up
+// to index.
+func (s *Store) noteProcessed(index uint64) {
+	for {
+		cur := s.processed.Load()
+		if index <= cur || s.processed.CompareAndSwap(cur, index) {
+			return
+		}
+	}
 }
 
 // readErr classifies a failed barrier or leadership check. A read has no

@@ -111,7 +111,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.objects = objects
-	f.applied = hdr.Applied
+	f.setAppliedLocked(hdr.Applied)
 	f.hub.reset(hdr.Applied)
 	f.log.Info("restored snapshot", "applied", hdr.Applied, "objects", hdr.Count)
 	return nil

@@ -38,6 +38,11 @@ type Store struct {
 	// barrierTerm is the leader term in which this member last committed a
 	// barrier; reads served by the leader need one per term (see readIndex).
 	barrierTerm atomic.Uint64
+	// processed is an index up to which the state machine is known to have
+	// consumed every entry, commands or not (see waitApplied).
+	processed atomic.Uint64
+	// logs is raft's log, read to tell commands from raft's own entries.
+	logs raft.LogStore
 
 	// staleReads is the planted stale-read bug, switchable at run time so a
 	// cluster can start correctly and then misbehave (see Config.StaleReads).
@@ -174,6 +179,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 
+	s.logs = logs
 	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport{s.trans})
 	if err != nil {
 		return fail(fmt.Errorf("starting raft: %w", err))
@@ -370,6 +376,12 @@ func (s *Store) Stats() map[string]string {
 	st["stale_reads"] = strconv.FormatBool(s.staleReads.Load())
 	return st
 }
+
+// SetApplyDelay makes this member's state machine wait d before applying
+// each committed command (0 switches it off): an injected fault, a member
+// whose disk or CPU is slow, so that its state lags the others'. Safe for
+// concurrent use.
+func (s *Store) SetApplyDelay(d time.Duration) { s.fsm.delay.Store(int64(d)) }
 
 // SetStaleReads switches the planted stale-read bug (Config.StaleReads) on or
 // off while the member runs. Safe for concurrent use.
