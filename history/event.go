@@ -18,6 +18,9 @@ const (
 	KindLedger   Kind = "ledger"
 	KindStore    Kind = "store"
 	KindLog      Kind = "log"
+	// KindWatch lines record a client's watch streams: each watch request
+	// as it opens and as it closes, and every event it delivered between.
+	KindWatch Kind = "watch"
 )
 
 // Meta describes a run. It is the first line of every history.
@@ -50,7 +53,7 @@ type Op struct {
 	ID      uint64 `json:"id"`
 	Process int    `json:"process"`
 	// Func is the operation; the register workload uses "create", "get",
-	// "cas" and "delete".
+	// "cas", "delete" and "list" (Key is then the namespace listed).
 	Func string `json:"f"`
 	Key  string `json:"key"`
 	// Value is the value written (create, cas).
@@ -64,9 +67,22 @@ type Op struct {
 	Found  bool   `json:"found,omitempty"`
 	// Error classifies a failure; checkers read it (see the checker package
 	// for the classes the register workload must use).
-	Error  string `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// RV is the resourceVersion the operation returned: of the object a
+	// get read or a create or cas wrote, or of the list as a whole.
+	RV string `json:"rv,omitempty"`
+	// Items are the objects a list returned, sorted by key.
+	Items  []Item `json:"items,omitempty"`
 	Invoke int64  `json:"invoke"`
 	Return int64  `json:"return,omitempty"`
+}
+
+// Item is one object a list returned: its key (name), value and
+// resourceVersion.
+type Item struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	RV    string `json:"rv"`
 }
 
 // APICall is one Kubernetes API request seen by the recording round-tripper.
@@ -215,6 +231,20 @@ type StoreEvent struct {
 	T int64 `json:"-"`
 }
 
+// The messages of the log lines that say how complete the store lines are.
+// Checkers that compare with the committed history read them.
+const (
+	// LogStoreEventsLost: changes of the resource named by the attribute
+	// "resource" after resourceVersion "after_rv" may be missing from the
+	// store lines (they were compacted before they could be recorded).
+	LogStoreEventsLost = "store events lost"
+	// LogStoreEventsEnd: the store lines hold every committed change of the
+	// resource named by "resource" up to resourceVersion "rv" (restricted to
+	// the namespace "namespace" when that attribute is set), except what a
+	// LogStoreEventsLost line says was lost.
+	LogStoreEventsEnd = "store events end"
+)
+
 // LogEntry is a free-form note from the harness, such as a phase change.
 type LogEntry struct {
 	Msg   string            `json:"msg"`
@@ -222,6 +252,67 @@ type LogEntry struct {
 	// Wall and T are set by the recorder.
 	Wall time.Time `json:"wall"`
 	T    int64     `json:"-"`
+}
+
+// WatchPhase says what a watch line records.
+type WatchPhase string
+
+// The phases of a watch request.
+const (
+	// WatchOpen: the client sends a watch request from FromRV.
+	WatchOpen WatchPhase = "open"
+	// WatchDeliver: the stream delivered one event (bookmarks included).
+	WatchDeliver WatchPhase = "event"
+	// WatchClose: the request ended, with Error (and Code) saying why.
+	WatchClose WatchPhase = "close"
+)
+
+// The reasons a watch request starts from its FromRV.
+const (
+	// WatchFromList: FromRV is the resourceVersion of the list op List,
+	// made by the same watcher (its first list, or a relist after 410 Gone).
+	WatchFromList = "list"
+	// WatchResume: FromRV is the last resourceVersion the watcher received
+	// on its earlier streams (an event's or a bookmark's).
+	WatchResume = "resume"
+)
+
+// WatchEvent is one line of a watcher's record: the opening of one watch
+// request, one event it delivered, or its end. A watcher is one client
+// process that keeps one watch open at a time; its requests are numbered by
+// Stream from 1, and the lines of one watcher are recorded in the order they
+// happened.
+type WatchEvent struct {
+	// Watcher names the watching client.
+	Watcher string `json:"watcher"`
+	// Stream numbers the watcher's watch requests, from 1.
+	Stream int        `json:"stream"`
+	Phase  WatchPhase `json:"phase"`
+	// Resource and Namespace say what is watched (open), the resource
+	// spelled as the store lines spell it.
+	Resource  string `json:"resource,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// FromRV is the resourceVersion the watch starts after (open): it
+	// asks for every change with a larger one. Reason says where FromRV
+	// comes from (WatchFromList or WatchResume) and List names the list op
+	// (by ID) for WatchFromList.
+	FromRV string `json:"from_rv,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	List   uint64 `json:"list,omitempty"`
+	// Type is the event's type: ADDED, MODIFIED, DELETED or BOOKMARK
+	// (event); Key, Value and RV are its object's name, value and
+	// resourceVersion (a bookmark has only RV).
+	Type  string `json:"type,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	RV    string `json:"rv,omitempty"`
+	// Error says why the request ended (close); empty when it ended
+	// cleanly (its timeout). Code is the HTTP status of an API error (410
+	// for Gone/Expired), 0 for a transport error or a clean end.
+	Error string `json:"error,omitempty"`
+	Code  int    `json:"code,omitempty"`
+	// T is set by the recorder: for an event, when the client received it.
+	T int64 `json:"-"`
 }
 
 // RawEvent is a line of a kind this version does not know, kept verbatim so

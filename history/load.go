@@ -27,6 +27,9 @@ type History struct {
 	Ledger  []LedgerEntry
 	Store   []StoreEvent
 	Logs    []LogEntry
+	// Watch holds the watch lines, sorted by time; the lines of one
+	// watcher keep their recorded order.
+	Watch []WatchEvent
 	// Other keeps lines of kinds this version does not know.
 	Other []RawEvent
 	// End is the largest t of any event: the end of the history.
@@ -244,6 +247,13 @@ func (ld *loader) line(no int, raw []byte) error {
 		}
 		e.T = t
 		ld.h.Logs = append(ld.h.Logs, e)
+	case KindWatch:
+		var e WatchEvent
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("decoding watch event: %w", err)
+		}
+		e.T = t
+		ld.h.Watch = append(ld.h.Watch, e)
 	default:
 		ld.h.Other = append(ld.h.Other, RawEvent{Kind: hd.Kind, T: t, Line: no, Raw: bytes.Clone(raw)})
 	}
@@ -306,6 +316,11 @@ func (ld *loader) finish() *History {
 		return h.Ops[i].ID < h.Ops[j].ID
 	})
 	sort.SliceStable(h.API, func(i, j int) bool { return h.API[i].Invoke < h.API[j].Invoke })
+	// Lines are written in the order their writers take the file's lock,
+	// which may differ a little from the order of their times; one
+	// watcher's lines come from one goroutine, so a stable sort keeps them
+	// in order.
+	sort.SliceStable(h.Watch, func(i, j int) bool { return h.Watch[i].T < h.Watch[j].T })
 	sort.SliceStable(h.Nemesis, func(i, j int) bool {
 		a, b := h.Nemesis[i], h.Nemesis[j]
 		if a.Start != b.Start {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 const metaLine = `{"kind":"meta","t":0,"run_id":"r","seed":7,"scenario":"s","start":"2026-01-01T00:00:00Z","version":"v"}`
@@ -178,5 +179,88 @@ func TestReadEmpty(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load of a missing file: %v, want os.ErrNotExist", err)
+	}
+}
+
+// Watch lines, list ops with their items and the resourceVersions reads
+// return survive a round trip; the invoke line carries inputs only.
+func TestWatchRoundTrip(t *testing.T) {
+	r := mustCreate(t)
+	list := &Op{Process: 7, Func: "list", Key: "podsafe-register"}
+	r.Invoke(list)
+	list.Status, list.RV = StatusOK, "40"
+	list.Items = []Item{{Key: "k1", Value: "p0-1", RV: "12"}, {Key: "k2", Value: "p1-3", RV: "39"}}
+	r.Complete(list)
+	lines := []WatchEvent{
+		{Watcher: "w0", Stream: 1, Phase: WatchOpen, Resource: "leases.coordination.k8s.io", Namespace: "podsafe-register",
+			FromRV: "40", Reason: WatchFromList, List: list.ID},
+		{Watcher: "w0", Stream: 1, Phase: WatchDeliver, Type: "ADDED", Key: "k3", Value: "p2-1", RV: "41"},
+		{Watcher: "w0", Stream: 1, Phase: WatchDeliver, Type: "BOOKMARK", RV: "44"},
+		{Watcher: "w0", Stream: 1, Phase: WatchClose, Error: "too old resource version: 44", Code: 410},
+		{Watcher: "w0", Stream: 2, Phase: WatchOpen, Resource: "leases.coordination.k8s.io", Namespace: "podsafe-register",
+			FromRV: "44", Reason: WatchResume},
+	}
+	for _, l := range lines {
+		r.Watch(l)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(r.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	invokeLine := strings.Split(string(raw), "\n")[1]
+	if strings.Contains(invokeLine, `"items"`) || strings.Contains(invokeLine, `"rv"`) {
+		t.Errorf("invoke line carries outputs: %s", invokeLine)
+	}
+	h := mustLoad(t, r.Path())
+	wantOps := []Op{{ID: list.ID, Process: 7, Func: "list", Key: "podsafe-register", Status: StatusOK, RV: "40",
+		Items: list.Items, Invoke: list.Invoke, Return: list.Return}}
+	if diff := cmp.Diff(wantOps, h.Ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lines, h.Watch, cmpopts.IgnoreFields(WatchEvent{}, "T")); diff != "" {
+		t.Errorf("watch lines (-want +got):\n%s", diff)
+	}
+	for i := 1; i < len(h.Watch); i++ {
+		if h.Watch[i].T < h.Watch[i-1].T {
+			t.Errorf("watch line %d at %d before line %d at %d", i, h.Watch[i].T, i-1, h.Watch[i-1].T)
+		}
+	}
+}
+
+// Watch lines load sorted by time; a history written before they existed
+// loads as before: no watch
+// lines and no resourceVersions.
+func TestReadWatchLinesAndOldHistories(t *testing.T) {
+	in := strings.Join([]string{
+		metaLine,
+		`{"kind":"invoke","t":10,"id":1,"process":0,"f":"get","key":"k","invoke":10}`,
+		`{"kind":"complete","t":20,"id":1,"process":0,"f":"get","key":"k","status":"ok","output":"a","found":true,"invoke":10,"return":20}`,
+		`{"kind":"watch","t":30,"watcher":"w1","stream":1,"phase":"event","type":"MODIFIED","key":"k","value":"b","rv":"9"}`,
+		`{"kind":"watch","t":25,"watcher":"w0","stream":1,"phase":"open","from_rv":"7","reason":"resume"}`,
+		``,
+	}, "\n")
+	h, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []WatchEvent{
+		{Watcher: "w0", Stream: 1, Phase: WatchOpen, FromRV: "7", Reason: WatchResume, T: 25},
+		{Watcher: "w1", Stream: 1, Phase: WatchDeliver, Type: "MODIFIED", Key: "k", Value: "b", RV: "9", T: 30},
+	}
+	if diff := cmp.Diff(want, h.Watch); diff != "" {
+		t.Errorf("watch lines sorted by time (-want +got):\n%s", diff)
+	}
+	if h.Ops[0].RV != "" || h.Ops[0].Items != nil || len(h.Other) != 0 {
+		t.Errorf("op %+v other %+v", h.Ops[0], h.Other)
+	}
+	old, err := Read(strings.NewReader(strings.Join([]string{metaLine, `{"kind":"log","t":1,"msg":"m","wall":"2026-01-01T00:00:00Z"}`, ``}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Watch != nil {
+		t.Errorf("old history has watch lines: %+v", old.Watch)
 	}
 }

@@ -104,7 +104,7 @@ func (r *Recorder) Invoke(op *Op) {
 	now := r.Now().Nanoseconds()
 	op.Invoke, op.Return = now, 0
 	in := *op
-	in.Status, in.Output, in.Found, in.Error, in.Return = "", "", false, "", 0
+	in.Status, in.Output, in.Found, in.Error, in.Return, in.RV, in.Items = "", "", false, "", 0, "", nil
 	r.write(KindInvoke, now, in)
 }
 
@@ -159,6 +159,12 @@ func (r *Recorder) Ledger(e LedgerEntry) {
 // Store records one committed store change.
 func (r *Recorder) Store(e StoreEvent) {
 	r.write(KindStore, r.Now().Nanoseconds(), e)
+}
+
+// Watch records one watch line (the opening of a watch request, an event
+// it delivered, or its end) at the current time.
+func (r *Recorder) Watch(e WatchEvent) {
+	r.write(KindWatch, r.Now().Nanoseconds(), e)
 }
 
 // Log records a free-form note with the current wall time and optional
