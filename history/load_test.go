@@ -231,8 +231,7 @@ func TestWatchRoundTrip(t *testing.T) {
 }
 
 // Watch lines load sorted by time; a history written before they existed
-// loads as before: no watch
-// lines and no resourceVersions.
+// loads as before: no watch lines and no resourceVersions.
 func TestReadWatchLinesAndOldHistories(t *testing.T) {
 	in := strings.Join([]string{
 		metaLine,
