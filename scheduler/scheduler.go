@@ -91,6 +91,7 @@ func New(cfg Config) (*Scheduler, error) {
 		PodDisruptionBudgets: s.listPDBs,
 		NominatedPods:        s.nominator.ForNode,
 		NamespaceLabels:      s.namespaceLabels,
+		Clock:                cfg.Clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -6,6 +6,7 @@ package framework
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
@@ -122,4 +123,6 @@ type Handle interface {
 	// NamespaceLabels returns a namespace's labels (nil if unknown), for
 	// the namespaceSelector of inter-pod affinity terms.
 	NamespaceLabels(ns string) labels.Set
+	// Now is the scheduler's clock reading.
+	Now() time.Time
 }

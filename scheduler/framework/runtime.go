@@ -3,11 +3,13 @@ package framework
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/utils/clock"
 )
 
 // PluginFactory builds a plugin; h lets it reach the framework.
@@ -30,6 +32,9 @@ type Options struct {
 	// NamespaceLabels returns a namespace's labels (nil: every namespace
 	// is unlabelled).
 	NamespaceLabels NamespaceLabels
+	// Clock tells plugins the time, e.g. the "now" that stands in for a
+	// pod's unset start time (nil: the real clock).
+	Clock clock.PassiveClock
 }
 
 type weightedScorer struct {
@@ -54,6 +59,9 @@ var _ Handle = &Framework{}
 // NewFramework builds every plugin of specs and sorts it into the extension
 // points it implements.
 func NewFramework(specs []PluginSpec, opts Options) (*Framework, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	f := &Framework{opts: opts, snapshot: NewEmptySnapshot()}
 	for _, spec := range specs {
 		p, err := spec.Factory(f)
@@ -96,6 +104,9 @@ func (f *Framework) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	}
 	return f.opts.PodDisruptionBudgets()
 }
+
+// Now implements Handle.
+func (f *Framework) Now() time.Time { return f.opts.Clock.Now() }
 
 // NamespaceLabels implements Handle.
 func (f *Framework) NamespaceLabels(ns string) labels.Set {

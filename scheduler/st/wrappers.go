@@ -3,6 +3,8 @@
 package st
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,6 +113,19 @@ func (p *PodWrapper) Toleration(key string, effect corev1.TaintEffect) *PodWrapp
 func (p *PodWrapper) Terminating() *PodWrapper {
 	now := metav1.Now()
 	p.DeletionTimestamp = &now
+	return p
+}
+
+// StartTime sets status.startTime, when the kubelet started the pod.
+func (p *PodWrapper) StartTime(t time.Time) *PodWrapper {
+	st := metav1.NewTime(t)
+	p.Status.StartTime = &st
+	return p
+}
+
+// Created sets metadata.creationTimestamp.
+func (p *PodWrapper) Created(t time.Time) *PodWrapper {
+	p.CreationTimestamp = metav1.NewTime(t)
 	return p
 }
 

@@ -8,11 +8,9 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
@@ -67,13 +65,6 @@ func New(args Args) framework.PluginFactory {
 // Name implements framework.Plugin.
 func (*DefaultPreemption) Name() string { return Name }
 
-// Candidate is one node where preemption would work and the victims it takes.
-type Candidate struct {
-	Node          string
-	Victims       []*framework.PodInfo
-	PDBViolations int
-}
-
 // PostFilter implements framework.PostFilterPlugin.
 func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, statuses framework.NodeToStatus) (*framework.PostFilterResult, *framework.Status) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
@@ -82,8 +73,10 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 	snap := pl.h.Snapshot()
 	prio := corev1helpers.PodPriority(pod)
 	// A pod that already preempted waits for its victims rather than choosing
-	// more.
-	if nominated := snap.Get(pod.Status.NominatedNodeName); nominated != nil {
+	// more, unless the filters ruled its nominated node out for good (as
+	// kube-scheduler's PodEligibleToPreemptOthers).
+	nn := pod.Status.NominatedNodeName
+	if nominated := snap.Get(nn); nominated != nil && statuses[nn].Code() != framework.UnschedulableAndUnresolvable {
 		for _, pi := range nominated.Pods {
 			if pi.Pod.DeletionTimestamp != nil && pi.Priority < prio {
 				return nil, framework.NewStatus(framework.Unschedulable, ReasonStillWaiting)
@@ -104,14 +97,20 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 // FindCandidate dry-runs preemption on the nodes where it might help and
 // returns the best candidate, or nil. It never changes the snapshot.
 //
+// Preemption might help only on a node the filters rejected as
+// Unschedulable: one rejected as UnschedulableAndUnresolvable stays out
+// whatever is removed, and one with no status was not rejected at all (as
+// kube-scheduler's nodesWherePreemptionMightHelp).
+//
 // Nodes are tried lowest-priority victims first: grouped by the lowest
 // priority among their lower-priority pods, and within a group in the
 // rotating order that spreads preemption over the cluster. Up to the
 // wanted number of candidates are collected; the search stops sooner once
-// no node left can beat the best candidate (PR-11): a node whose
-// lower-priority pods all have at least the best candidate's highest victim
-// priority cannot yield a better one when that candidate violates no budget
-// and takes one victim, nor when its priority is below theirs.
+// no node left can beat the best candidate (PR-11, see unbeatableAbove):
+// the nodes left all have lowest priorities above the best candidate's
+// highest victim, or equal to it when that candidate violates no budget
+// and takes one victim that started no earlier than any pod of that
+// priority on the nodes left in its group.
 //
 // The dry-runs are spread over Parallelism goroutines, each on its own copy
 // of the state and the node, but their results are taken in order as if
@@ -120,15 +119,16 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 	nodes := pl.h.Snapshot().List()
 	potential := make([]*framework.NodeInfo, 0, len(nodes))
 	for _, ni := range nodes {
-		// Nodes that reject the pod for reasons no removal can fix are out.
-		if st, ok := statuses[ni.Node().Name]; ok && st.Code() == framework.UnschedulableAndUnresolvable {
-			continue
+		if statuses[ni.Node().Name].Code() == framework.Unschedulable {
+			potential = append(potential, ni)
 		}
-		potential = append(potential, ni)
 	}
 	if len(potential) == 0 {
 		return nil
 	}
+	// One reading of the clock for the whole search: a pod not started
+	// yet counts as starting now, the same now in every comparison.
+	now := pl.h.Now()
 	want := max(int(pl.args.MinCandidateNodesAbsolute), len(potential)*int(pl.args.MinCandidateNodesPercentage)/100)
 	budgets := newBudgets(pl.h.PodDisruptionBudgets())
 	var affinity []framework.AffinityTerm
@@ -136,23 +136,25 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 		// An invalid term made PreFilter fail already; none is left here.
 		affinity = terms.RequiredAffinity
 	}
-	order, lowest := lowestFirst(potential, int(pl.offset.Load()%int64(len(potential))), framework.PreemptableBelow(corev1helpers.PodPriority(pod)))
+	order := lowestFirst(potential, int(pl.offset.Load()%int64(len(potential))), framework.PreemptableBelow(corev1helpers.PodPriority(pod)), now)
 	workers := framework.Parallelism()
 	var cands []*Candidate
 	var best *Candidate
 	var bestKey candidateKey
-	beaten := func(i int) bool { return best != nil && bestKey.unbeatableAbove(lowest[i]) }
-	results := make([]*Candidate, min(len(order), want))
+	beaten := func(i int) bool {
+		return best != nil && bestKey.unbeatableAbove(order.lowest[i], order.latestRest[i])
+	}
+	results := make([]*Candidate, min(len(order.nodes), want))
 	// Batches start small and double, so a search that ends early has not
 	// dry-run hundreds of nodes first.
 	grow := 8 * workers
-	for done := 0; done < len(order) && len(cands) < want && !beaten(done); grow *= 2 {
+	for done := 0; done < len(order.nodes) && len(cands) < want && !beaten(done); grow *= 2 {
 		if ctx.Err() != nil {
 			return nil
 		}
 		// Dry-run as many nodes as candidates are still missing, but enough
 		// to keep every worker busy, and none the best so far beats.
-		batch := min(len(order)-done, max(min(want-len(cands), grow), 8*workers))
+		batch := min(len(order.nodes)-done, max(min(want-len(cands), grow), 8*workers))
 		for n := 1; n < batch; n++ {
 			if beaten(done + n) {
 				batch = n
@@ -163,13 +165,13 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 			results = make([]*Candidate, batch)
 		}
 		framework.Parallelize(ctx, workers, batch, func(i int) {
-			results[i] = pl.selectVictims(ctx, state.Clone(), pod, order[done+i].Clone(), budgets, affinity)
+			results[i] = pl.selectVictims(ctx, state.Clone(), pod, order.nodes[done+i].Clone(), budgets, affinity, now)
 		})
 		taken := 0
 		for ; taken < batch && len(cands) < want && !beaten(done+taken); taken++ {
 			if c := results[taken]; c != nil {
 				cands = append(cands, c)
-				if k := keyOf(c); best == nil || k.less(bestKey) {
+				if k := keyOf(c, now); best == nil || k.less(bestKey) {
 					best, bestKey = c, k
 				}
 			}
@@ -183,19 +185,42 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 	return best
 }
 
+// searchOrder is the order nodes are dry-run in. For order i, lowest is
+// the lowest priority among nodes[i]'s pods that preemption may remove,
+// and latestRest the latest start of such pods of exactly that priority
+// on nodes[i] and the nodes after it of the same lowest priority: a bound
+// that only shrinks along a group, so whether the rest is beaten only
+// ever turns from false to true.
+type searchOrder struct {
+	nodes      []*framework.NodeInfo
+	lowest     []int32
+	latestRest []time.Time
+}
+
 // lowestFirst orders nodes, taken round from start, by the lowest priority
 // among their pods of priority below below, lowest first; nodes without
-// such pods are left out, as no removal can make room on them. lowest[i] is
-// that priority for order[i].
-func lowestFirst(nodes []*framework.NodeInfo, start int, below int32) (order []*framework.NodeInfo, lowest []int32) {
-	groups := map[int32][]*framework.NodeInfo{}
+// such pods are left out, as no removal can make room on them.
+func lowestFirst(nodes []*framework.NodeInfo, start int, below int32, now time.Time) searchOrder {
+	type entry struct {
+		ni     *framework.NodeInfo
+		latest time.Time
+	}
+	groups := map[int32][]entry{}
 	var keys []int32
 	for i := range nodes {
 		ni := nodes[(start+i)%len(nodes)]
 		low, found := int32(math.MaxInt32), false
+		var latest time.Time
 		for _, pi := range ni.Pods {
-			if pi.Priority < below {
-				low, found = min(low, pi.Priority), true
+			if pi.Priority >= below {
+				continue
+			}
+			st := startTime(pi, now)
+			switch {
+			case !found || pi.Priority < low:
+				low, latest, found = pi.Priority, st, true
+			case pi.Priority == low && st.After(latest):
+				latest = st
 			}
 		}
 		if !found {
@@ -204,25 +229,33 @@ func lowestFirst(nodes []*framework.NodeInfo, start int, below int32) (order []*
 		if _, ok := groups[low]; !ok {
 			keys = append(keys, low)
 		}
-		groups[low] = append(groups[low], ni)
+		groups[low] = append(groups[low], entry{ni, latest})
 	}
 	slices.Sort(keys)
-	order, lowest = make([]*framework.NodeInfo, 0, len(nodes)), make([]int32, 0, len(nodes))
+	var o searchOrder
 	for _, k := range keys {
-		for _, ni := range groups[k] {
-			order, lowest = append(order, ni), append(lowest, k)
+		g := groups[k]
+		rest := make([]time.Time, len(g))
+		for i := len(g) - 1; i >= 0; i-- {
+			rest[i] = g[i].latest
+			if i+1 < len(g) && rest[i+1].After(rest[i]) {
+				rest[i] = rest[i+1]
+			}
+		}
+		for i, e := range g {
+			o.nodes, o.lowest, o.latestRest = append(o.nodes, e.ni), append(o.lowest, k), append(o.latestRest, rest[i])
 		}
 	}
-	return order, lowest
+	return o
 }
 
 // selectVictims removes every lower-priority pod from ni; if the pod then
-// fits, it reprieves as many as it can, the most important first and PDB-
-// protected ones before the rest, so only the pods that must go are victims.
-// A node where a required affinity term of the pod selects a lower-priority
-// pod is no candidate (PR-8): the pod is attracted by the very pods
-// preemption would remove.
-func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget, affinity []framework.AffinityTerm) *Candidate {
+// fits, it reprieves as many as it can, the most important first (higher
+// priority, then earlier start) and PDB-protected ones before the rest, so
+// only the pods that must go are victims. A node where a required affinity
+// term of the pod selects a lower-priority pod is no candidate (PR-8): the
+// pod is attracted by the very pods preemption would remove.
+func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, budgets []budget, affinity []framework.AffinityTerm, now time.Time) *Candidate {
 	below := framework.PreemptableBelow(corev1helpers.PodPriority(pod))
 	lower := make([]*framework.PodInfo, 0, len(ni.Pods))
 	for _, pi := range ni.Pods {
@@ -244,9 +277,9 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, state *framework
 	}
 	slices.SortStableFunc(lower, func(a, b *framework.PodInfo) int {
 		switch {
-		case moreImportant(a, b):
+		case moreImportant(a, b, now):
 			return -1
-		case moreImportant(b, a):
+		case moreImportant(b, a, now):
 			return 1
 		}
 		return 0
@@ -291,108 +324,4 @@ func attractedBy(affinity []framework.AffinityTerm, pods []*framework.PodInfo, n
 		}
 	}
 	return false
-}
-
-// moreImportant orders pods by priority, then the older first.
-func moreImportant(a, b *framework.PodInfo) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	return a.Pod.CreationTimestamp.Before(&b.Pod.CreationTimestamp)
-}
-
-// budget is a PodDisruptionBudget with its selector parsed once per
-// preemption; sel is nil for a budget that selects nothing.
-type budget struct {
-	pdb *policyv1.PodDisruptionBudget
-	sel labels.Selector
-}
-
-func newBudgets(pdbs []*policyv1.PodDisruptionBudget) []budget {
-	out := make([]budget, len(pdbs))
-	for i, pdb := range pdbs {
-		out[i].pdb = pdb
-		if pdb.Spec.Selector == nil {
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
-			out[i].sel = sel
-		}
-	}
-	return out
-}
-
-// splitByPDB separates the pods whose removal would exceed a budget's
-// allowed disruptions from the others, spending the budget pod by pod.
-func splitByPDB(pods []*framework.PodInfo, budgets []budget) (violating, safe []*framework.PodInfo) {
-	if len(budgets) == 0 {
-		return nil, pods
-	}
-	allowed := make([]int32, len(budgets))
-	for i, b := range budgets {
-		allowed[i] = b.pdb.Status.DisruptionsAllowed
-	}
-	for _, pi := range pods {
-		violates := false
-		for i, b := range budgets {
-			if b.sel == nil || b.pdb.Namespace != pi.Pod.Namespace || !b.sel.Matches(labels.Set(pi.Pod.Labels)) {
-				continue
-			}
-			if _, counted := b.pdb.Status.DisruptedPods[pi.Pod.Name]; counted {
-				continue
-			}
-			allowed[i]--
-			if allowed[i] < 0 {
-				violates = true
-			}
-		}
-		if violates {
-			violating = append(violating, pi)
-		} else {
-			safe = append(safe, pi)
-		}
-	}
-	return violating, safe
-}
-
-// candidateKey is what candidates are compared by (PR-7, PR-11): fewest
-// PDB violations, then the lowest highest-priority victim, then the lowest
-// sum of victim priorities, then the fewest victims; a tie goes to the
-// candidate found first.
-type candidateKey struct {
-	violations, victims int
-	highest             int32
-	sum                 int64
-}
-
-func keyOf(c *Candidate) candidateKey {
-	k := candidateKey{violations: c.PDBViolations, victims: len(c.Victims), highest: math.MinInt32}
-	for _, v := range c.Victims {
-		k.highest = max(k.highest, v.Priority)
-		// Shift so negative priorities still add up in order.
-		k.sum += int64(v.Priority) + math.MaxInt32 + 1
-	}
-	return k
-}
-
-// less reports whether k is strictly better than o.
-func (k candidateKey) less(o candidateKey) bool {
-	switch {
-	case k.violations != o.violations:
-		return k.violations < o.violations
-	case k.highest != o.highest:
-		return k.highest < o.highest
-	case k.sum != o.sum:
-		return k.sum < o.sum
-	}
-	return k.victims < o.victims
-}
-
-// unbeatableAbove reports whether no candidate on a node whose
-// lower-priority pods all have priority low or more can be strictly better
-// than k. Such a candidate has at least one victim, of priority low or
-// more, so its highest victim is no lower than low and its sum no lower
-// than that victim's.
-func (k candidateKey) unbeatableAbove(low int32) bool {
-	return k.violations == 0 && (low > k.highest || (low == k.highest && k.victims == 1))
 }

@@ -7,19 +7,28 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
 	"github.com/podsafe/podsafe/scheduler/plugins/interpodaffinity"
+	"github.com/podsafe/podsafe/scheduler/plugins/nodeaffinity"
+	"github.com/podsafe/podsafe/scheduler/plugins/nodename"
 	"github.com/podsafe/podsafe/scheduler/plugins/noderesources"
+	"github.com/podsafe/podsafe/scheduler/plugins/nodeunschedulable"
 	"github.com/podsafe/podsafe/scheduler/plugins/tainttoleration"
 	"github.com/podsafe/podsafe/scheduler/st"
 )
+
+// testNow is the scheduler's clock in these tests: the start time of every
+// pod the kubelet has not started yet.
+var testNow = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // outcome is a preemption decision in comparable form.
 type outcome struct {
@@ -40,11 +49,17 @@ func runPreemption(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pod 
 func runPreemptionWith(tb testing.TB, args defaultpreemption.Args, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod, pdbs ...*policyv1.PodDisruptionBudget) outcome {
 	tb.Helper()
 	fw, err := framework.NewFramework([]framework.PluginSpec{
+		{Factory: nodeunschedulable.New},
+		{Factory: nodename.New},
 		{Factory: tainttoleration.New},
+		{Factory: nodeaffinity.New},
 		{Factory: noderesources.NewFit},
 		{Factory: interpodaffinity.New},
 		{Factory: defaultpreemption.New(args)},
-	}, framework.Options{PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs }})
+	}, framework.Options{
+		PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs },
+		Clock:                clocktesting.NewFakePassiveClock(testNow),
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -323,50 +338,123 @@ func TestCandidateSearchOrder(t *testing.T) {
 	}
 }
 
+// findCandidate filters every node for pod and runs the plugin's search
+// itself, so the candidate's PDB violations can be compared too.
+func findCandidate(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *defaultpreemption.Candidate {
+	tb.Helper()
+	var pl *defaultpreemption.DefaultPreemption
+	fw, err := framework.NewFramework([]framework.PluginSpec{
+		{Factory: noderesources.NewFit},
+		{Factory: func(h framework.Handle) (framework.Plugin, error) {
+			p, err := defaultpreemption.New(defaultpreemption.Args{})(h)
+			pl, _ = p.(*defaultpreemption.DefaultPreemption)
+			return p, err
+		}},
+	}, framework.Options{
+		PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs },
+		Clock:                clocktesting.NewFakePassiveClock(testNow),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fw.SetSnapshot(framework.NewSnapshot(pods, nodes))
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	if st := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
+		tb.Fatalf("PreFilter: %v", st)
+	}
+	statuses := framework.NodeToStatus{}
+	for _, ni := range fw.Snapshot().List() {
+		if st := fw.RunFilterPlugins(ctx, state, pod, ni); !st.IsSuccess() {
+			statuses[ni.Node().Name] = st
+		}
+	}
+	return pl.FindCandidate(ctx, state, pod, statuses)
+}
+
+// pickKey is kube-scheduler's pickOneNodeForPreemption order, computed
+// here independently of the plugin: smaller is better on every field but
+// earliest, where later is better.
+type pickKey struct {
+	Violations int
+	Highest    int32
+	Sum        int64
+	Victims    int
+	Earliest   time.Time
+}
+
+func pickKeyOf(c *defaultpreemption.Candidate) pickKey {
+	k := pickKey{Violations: c.PDBViolations, Victims: len(c.Victims), Highest: math.MinInt32}
+	for _, v := range c.Victims {
+		k.Highest = max(k.Highest, v.Priority)
+		k.Sum += int64(v.Priority) + math.MaxInt32 + 1
+	}
+	for _, v := range c.Victims {
+		start := testNow
+		if v.Pod.Status.StartTime != nil {
+			start = v.Pod.Status.StartTime.Time
+		}
+		if v.Priority == k.Highest && (k.Earliest.IsZero() || start.Before(k.Earliest)) {
+			k.Earliest = start
+		}
+	}
+	return k
+}
+
+func (k pickKey) better(o pickKey) bool {
+	switch {
+	case k.Violations != o.Violations:
+		return k.Violations < o.Violations
+	case k.Highest != o.Highest:
+		return k.Highest < o.Highest
+	case k.Sum != o.Sum:
+		return k.Sum < o.Sum
+	case k.Victims != o.Victims:
+		return k.Victims < o.Victims
+	}
+	return k.Earliest.After(o.Earliest)
+}
+
 // TestCandidateSearchFindsBest compares, on random clusters, the search
 // that stops once no node can beat its best candidate with the best of
-// every node dry-run alone: both must have the same victim priorities.
+// every node dry-run alone: both must be equal on all five of
+// kube-scheduler's criteria. Priorities repeat and go negative, start times
+// repeat or are unset (now), budgets protect some pods, and a few pods
+// have the lowest priority, which adds nothing to the shifted sum, so
+// every criterion decides some rounds.
 func TestCandidateSearchFindsBest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
-	type key struct {
-		highest int32
-		sum     int64
-		victims int
-	}
-	keyOf := func(o outcome, prio map[string]int32) key {
-		k := key{highest: math.MinInt32, victims: len(o.Victims)}
-		for _, v := range o.Victims {
-			k.highest = max(k.highest, prio[v])
-			// Shifted as the plugin does, which makes fewer victims win
-			// over a lower plain sum.
-			k.sum += int64(prio[v]) + math.MaxInt32 + 1
-		}
-		return k
-	}
-	better := func(a, b key) bool {
-		switch {
-		case a.highest != b.highest:
-			return a.highest < b.highest
-		case a.sum != b.sum:
-			return a.sum < b.sum
-		}
-		return a.victims < b.victims
-	}
 	compared := 0
-	for round := range 200 {
+	decidedBy := map[string]int{}
+	for round := range 400 {
 		var nodes []*corev1.Node
 		var pods []*corev1.Pod
-		prio := map[string]int32{}
 		for n := range 6 {
 			name := fmt.Sprintf("n%d", n)
 			nodes = append(nodes, node(name, "4"))
 			for p := range 1 + rng.IntN(4) {
 				pn := fmt.Sprintf("%s-p%d", name, p)
-				prio[pn] = int32(rng.IntN(12))
-				pods = append(pods, running(pn, name, prio[pn], "1"))
+				prio := int32(rng.IntN(8) - 3)
+				if rng.IntN(8) == 0 {
+					// Adds nothing to the shifted sum: only the number of
+					// victims tells such nodes apart.
+					prio = math.MinInt32
+				}
+				w := st.MakePod().Name(pn).Label("app", pn).Label("group", fmt.Sprint("g", rng.IntN(3))).
+					Priority(prio).Req("1", "").Node(name)
+				if rng.IntN(4) > 0 {
+					w = w.StartTime(testNow.Add(-time.Duration(1+rng.IntN(4)) * time.Minute))
+				}
+				pods = append(pods, w.Obj())
 			}
 		}
-		pod := preemptor(10, fmt.Sprint(1+rng.IntN(4)))
+		var pdbs []*policyv1.PodDisruptionBudget
+		for g := range rng.IntN(3) {
+			b := budget(fmt.Sprint("pdb", g), "", int32(rng.IntN(2)))
+			b.Spec.Selector.MatchLabels = map[string]string{"group": fmt.Sprint("g", g)}
+			pdbs = append(pdbs, b)
+		}
+		pod := preemptor(5, fmt.Sprint(1+rng.IntN(4)))
 		if fits := func() bool {
 			for _, n := range nodes {
 				used := 0
@@ -383,9 +471,9 @@ func TestCandidateSearchFindsBest(t *testing.T) {
 		}(); fits {
 			continue
 		}
-		got := runPreemption(t, nodes, pods, pod)
+		got := findCandidate(t, nodes, pods, pod, pdbs)
 		compared++
-		var best *key
+		var keys []pickKey
 		for _, n := range nodes {
 			var alone []*corev1.Pod
 			for _, p := range pods {
@@ -393,24 +481,49 @@ func TestCandidateSearchFindsBest(t *testing.T) {
 					alone = append(alone, p)
 				}
 			}
-			o := runPreemption(t, []*corev1.Node{n}, alone, pod)
-			if o.Node == "" {
-				continue
-			}
-			if k := keyOf(o, prio); best == nil || better(k, *best) {
-				best = &k
+			if c := findCandidate(t, []*corev1.Node{n}, alone, pod, pdbs); c != nil {
+				keys = append(keys, pickKeyOf(c))
 			}
 		}
+		sort.SliceStable(keys, func(i, j int) bool { return keys[i].better(keys[j]) })
 		switch {
-		case best == nil && got.Node != "":
+		case len(keys) == 0 && got != nil:
 			t.Fatalf("round %d: preempted on %s, but no node alone is a candidate", round, got.Node)
-		case best != nil && got.Node == "":
-			t.Fatalf("round %d: no preemption, want victims like %+v", round, *best)
-		case best != nil && keyOf(got, prio) != *best:
-			t.Fatalf("round %d: victims %v of key %+v, want key %+v", round, got.Victims, keyOf(got, prio), *best)
+		case len(keys) > 0 && got == nil:
+			t.Fatalf("round %d: no preemption, want victims like %+v", round, keys[0])
+		case len(keys) > 0:
+			if diff := cmp.Diff(keys[0], pickKeyOf(got)); diff != "" {
+				t.Fatalf("round %d: candidate on %s (-want +got):\n%s", round, got.Node, diff)
+			}
+			if len(keys) > 1 {
+				decidedBy[decidingCriterion(keys[0], keys[1])]++
+			}
 		}
 	}
-	if compared < 50 {
-		t.Errorf("only %d of 200 random clusters needed preemption", compared)
+	if compared < 100 {
+		t.Errorf("only %d of 400 random clusters needed preemption", compared)
 	}
+	for _, c := range []string{"violations", "highest", "sum", "victims", "earliest start"} {
+		if decidedBy[c] == 0 {
+			t.Errorf("no round was decided by %s between the two best nodes (%v): the test does not cover it", c, decidedBy)
+		}
+	}
+}
+
+// decidingCriterion names the first criterion on which the best key beats
+// the runner-up.
+func decidingCriterion(best, next pickKey) string {
+	switch {
+	case best.Violations != next.Violations:
+		return "violations"
+	case best.Highest != next.Highest:
+		return "highest"
+	case best.Sum != next.Sum:
+		return "sum"
+	case best.Victims != next.Victims:
+		return "victims"
+	case !best.Earliest.Equal(next.Earliest):
+		return "earliest start"
+	}
+	return "tie"
 }

@@ -90,11 +90,14 @@ func (s *preFilterState) update(pod *corev1.Pod, e *framework.PodInfo, node *cor
 
 // PreFilter counts, over every node, the existing pods the incoming pod's
 // required terms select and the existing pods whose required anti-affinity
-// selects the incoming pod. It skips when neither can reject a node.
+// selects the incoming pod. It skips when neither can reject a node. A pod
+// whose terms do not parse fits no node, and no removal changes that:
+// UnschedulableAndUnresolvable, as kube-scheduler answers, not an internal
+// error.
 func (pl *InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	terms, err := framework.ParseAffinityTerms(pod)
 	if err != nil {
-		return framework.AsStatus(fmt.Errorf("resolving inter-pod affinity of pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("parsing pod: %v", err))
 	}
 	s := &preFilterState{terms: terms, existingAnti: pairCounts{}, affinity: pairCounts{}, anti: pairCounts{}}
 	ns := pl.nsLabels()

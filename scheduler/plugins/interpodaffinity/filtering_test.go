@@ -2,10 +2,12 @@ package interpodaffinity_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
@@ -161,6 +163,21 @@ func TestFilter(t *testing.T) {
 				t.Errorf("filter result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPreFilterInvalidTerm: a pod whose affinity term does not parse is
+// rejected everywhere as UnschedulableAndUnresolvable (kube-scheduler's
+// "parsing pod"), so it is reported unschedulable and never preempts,
+// rather than failing as an internal error.
+func TestPreFilterInvalidTerm(t *testing.T) {
+	fw := newFramework(t, fourNodes(), nil, nil)
+	pod := st.MakePod().Name("p").PodAffinity(zone, map[string]string{"app": "db"}).Obj()
+	pod.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchExpressions =
+		[]metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}
+	got := fw.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), pod)
+	if got.Code() != framework.UnschedulableAndUnresolvable || !strings.HasPrefix(got.Message(), "parsing pod: ") {
+		t.Errorf("PreFilter = %v, want UnschedulableAndUnresolvable: parsing pod: ...", got)
 	}
 }
 
