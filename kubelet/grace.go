@@ -12,9 +12,15 @@ const (
 	// MinimumGracePeriodSeconds is GP-1's fallback and GP-3's shutdown
 	// window: containers always get at least this long after preStop.
 	MinimumGracePeriodSeconds = 2
-	// PreStopExtension is LC-11's one-time extension of a preStop hook still
-	// running when the grace period expires.
-	PreStopExtension = 2 * time.Second
+	// PreStopExtension is LC-11's "one-time extension of 2 s" for a preStop
+	// hook still running when the grace period expires. It is no extra wait
+	// for the hook: the kubelet abandons the hook at the grace deadline and
+	// sends TERM then, and the extension is GP-3's minimum shutdown window
+	// between that TERM and KILL (upstream kuberuntime_container.go v1.37.2,
+	// executePreStopHook waits at most the grace period, lines 801-808, and
+	// killContainer then raises what is left to minimumGracePeriodInSeconds,
+	// lines 907-910, before StopContainer, line 915).
+	PreStopExtension = MinimumGracePeriodSeconds * time.Second
 )
 
 // KillReason says why the kubelet is killing a container; probe kills use
@@ -103,14 +109,20 @@ func RuntimeGracePeriod(grace int64, preStop time.Duration) time.Duration {
 // KillTimeline is the schedule of one container's graceful termination
 // (PS-4, LC-11, GP-2, GP-3, GP-R), begun at Start with Grace seconds:
 //
-//   - the preStop hook, if any and only if Grace > 0, may run until Start +
-//     Grace, extended once by PreStopExtension if it is still running then;
-//   - TERM follows the end (or abandonment) of the hook;
+//   - the preStop hook, if any and only if Grace > 0, is waited on until the
+//     grace deadline Start + Grace and no longer (GP-2): a hook still running
+//     then is abandoned;
+//   - TERM follows the end of the hook, or its abandonment at the deadline;
 //   - KILL follows at max(Start + Grace, TERM + MinimumGracePeriodSeconds),
 //     that is TERM + RuntimeGracePeriod(Grace, preStop time).
 //
-// Grace may later shrink (Shorten), never grow (PS-3). A KillTimeline holds
-// no clock: callers pass times read from theirs. Not safe for concurrent use.
+// So TERM comes no later than the deadline and KILL no later than the
+// deadline + PreStopExtension, whatever the hook does: LC-11's extension of a
+// hanging hook is the 2 s between TERM and KILL, as upstream's killContainer
+// has it. Grace may later shrink (Shorten), never grow (PS-3); the deadline
+// stays counted from Start, as the API server moves deletionTimestamp back
+// by the difference. A KillTimeline holds no clock: callers pass times read
+// from theirs. Not safe for concurrent use.
 type KillTimeline struct {
 	Start time.Time
 	Grace int64
@@ -118,8 +130,7 @@ type KillTimeline struct {
 	// grace period at the start was > 0).
 	RunPreStop bool
 	// TermAt is when TERM was sent; zero before.
-	TermAt   time.Time
-	extended bool
+	TermAt time.Time
 }
 
 // NewKillTimeline begins a termination at start with grace seconds.
@@ -145,28 +156,17 @@ func (k *KillTimeline) Shorten(grace int64) bool {
 	return true
 }
 
-// PreStopDeadline is when a still-running preStop hook is next looked at:
-// the grace deadline, plus the extension once it was granted.
-func (k *KillTimeline) PreStopDeadline() time.Time {
-	if k.extended {
-		return k.Deadline().Add(PreStopExtension)
-	}
-	return k.Deadline()
-}
+// PreStopDeadline is when a preStop hook still running is abandoned and
+// TERM sent: the grace deadline, as it stands after any Shorten (GP-2,
+// LC-11). A hook still running when a shorter grace moves the deadline into
+// the past is abandoned at once.
+func (k *KillTimeline) PreStopDeadline() time.Time { return k.Deadline() }
 
-// PreStopOverdue is called when the hook is still running at
-// PreStopDeadline. It grants the one extension and returns true (keep
-// waiting), or returns false: abandon the hook and send TERM.
-func (k *KillTimeline) PreStopOverdue() bool {
-	if k.extended {
-		return false
-	}
-	k.extended = true
-	return true
+// PreStopExpired reports whether, at now, a preStop hook still running must
+// be abandoned.
+func (k *KillTimeline) PreStopExpired(now time.Time) bool {
+	return !now.Before(k.PreStopDeadline())
 }
-
-// Extended reports whether the preStop extension was granted.
-func (k *KillTimeline) Extended() bool { return k.extended }
 
 // Termed records that TERM was sent at now.
 func (k *KillTimeline) Termed(now time.Time) { k.TermAt = now }

@@ -110,35 +110,43 @@ func TestRuntimeGracePeriod(t *testing.T) {
 }
 
 // TestKillTimeline drives the termination schedule on a fake clock through
-// every case of PS-4, LC-11 and GP-R: TERM after preStop or at the grace
-// deadline, one 2 s extension of a hanging hook, KILL at max(deadline, TERM +
-// 2 s), shorter grace shortens, longer never lengthens.
+// every case of PS-4, LC-11, GP-2, GP-3 and GP-R: TERM after preStop or at
+// the grace deadline (a hook still running then is abandoned), KILL at
+// max(deadline, TERM + 2 s), so never later than the deadline + 2 s; a
+// shorter grace shortens, a longer one never lengthens.
 func TestKillTimeline(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const hang = -1
 	type step struct {
-		preStop  time.Duration // how long the hook runs; -1 hangs
-		shorten  int64         // a later grace arriving at shortenAt (0: none)
+		preStop  time.Duration // how long the hook runs; hang: forever
+		shorten  int64         // a later grace arriving at shortAt (0: none)
 		shortAt  time.Duration
 		wantTerm time.Duration // TERM at t0+wantTerm
 		wantKill time.Duration // KILL at t0+wantKill
-		wantExt  bool
 	}
+	s := time.Second
 	tests := []struct {
 		name       string
 		grace      int64
 		hasPreStop bool
 		step
 	}{
-		{"no preStop: KILL at the deadline", 30, false, step{wantTerm: 0, wantKill: 30 * time.Second}},
-		{"preStop time is subtracted", 30, true, step{preStop: 4 * time.Second, wantTerm: 4 * time.Second, wantKill: 30 * time.Second}},
-		{"2 s window after a long preStop", 30, true, step{preStop: 29 * time.Second, wantTerm: 29 * time.Second, wantKill: 31 * time.Second}},
-		{"hanging preStop extended once by 2 s", 10, true, step{preStop: -1, wantTerm: 12 * time.Second, wantKill: 14 * time.Second, wantExt: true}},
-		{"preStop ending inside the extension", 10, true, step{preStop: 11 * time.Second, wantTerm: 11 * time.Second, wantKill: 13 * time.Second, wantExt: true}},
-		{"grace 1 still gets the 2 s window", 1, true, step{preStop: 0, wantTerm: 0, wantKill: 2 * time.Second}},
-		{"shorter grace mid-way shortens", 30, false, step{shorten: 10, shortAt: 5 * time.Second, wantTerm: 0, wantKill: 10 * time.Second}},
-		{"shorter grace below TERM+2s keeps the window", 30, false, step{shorten: 1, shortAt: 5 * time.Second, wantTerm: 0, wantKill: 5 * time.Second}},
-		{"longer grace never lengthens", 10, false, step{shorten: 60, shortAt: 5 * time.Second, wantTerm: 0, wantKill: 10 * time.Second}},
-		{"shorter grace cuts a hanging preStop", 30, true, step{preStop: -1, shorten: 5, shortAt: 1 * time.Second, wantTerm: 7 * time.Second, wantKill: 9 * time.Second, wantExt: true}},
+		{"no preStop: KILL at the deadline", 30, false, step{wantTerm: 0, wantKill: 30 * s}},
+		{"preStop time is subtracted", 30, true, step{preStop: 4 * s, wantTerm: 4 * s, wantKill: 30 * s}},
+		{"2 s window after a long preStop", 30, true, step{preStop: 29 * s, wantTerm: 29 * s, wantKill: 31 * s}},
+		{"preStop ending at the deadline", 10, true, step{preStop: 10 * s, wantTerm: 10 * s, wantKill: 12 * s}},
+		// LC-11: the one 2 s extension is the window after TERM.
+		{"hanging preStop: TERM at the deadline, KILL 2 s later", 10, true, step{preStop: hang, wantTerm: 10 * s, wantKill: 12 * s}},
+		{"preStop ending between deadline and deadline + 2 s is abandoned", 10, true, step{preStop: 11 * s, wantTerm: 10 * s, wantKill: 12 * s}},
+		{"grace 1 still gets the 2 s window", 1, true, step{preStop: 0, wantTerm: 0, wantKill: 2 * s}},
+		{"grace 1 with a hanging preStop", 1, true, step{preStop: hang, wantTerm: 1 * s, wantKill: 3 * s}},
+		{"shorter grace mid-way shortens", 30, false, step{shorten: 10, shortAt: 5 * s, wantTerm: 0, wantKill: 10 * s}},
+		{"shorter grace below TERM+2s keeps the window", 30, false, step{shorten: 1, shortAt: 5 * s, wantTerm: 0, wantKill: 5 * s}},
+		{"longer grace never lengthens", 10, false, step{shorten: 60, shortAt: 5 * s, wantTerm: 0, wantKill: 10 * s}},
+		{"shorter grace cuts a hanging preStop", 30, true, step{preStop: hang, shorten: 5, shortAt: 1 * s, wantTerm: 5 * s, wantKill: 7 * s}},
+		{"shorter grace past the deadline ends a hanging preStop at once", 30, true, step{preStop: hang, shorten: 5, shortAt: 8 * s, wantTerm: 8 * s, wantKill: 10 * s}},
+		{"grace shortened to 1 during a hanging preStop", 30, true, step{preStop: hang, shorten: 1, shortAt: 500 * time.Millisecond, wantTerm: 1 * s, wantKill: 3 * s}},
+		{"longer grace never lengthens a hanging preStop", 10, true, step{preStop: hang, shorten: 60, shortAt: 5 * s, wantTerm: 10 * s, wantKill: 12 * s}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,10 +167,10 @@ func TestKillTimeline(t *testing.T) {
 			if tl.RunPreStop {
 				for {
 					applyShorten()
-					if tt.preStop >= 0 && !clk.Now().Before(t0.Add(tt.preStop)) {
+					if tt.preStop != hang && !clk.Now().Before(t0.Add(tt.preStop)) {
 						break
 					}
-					if !clk.Now().Before(tl.PreStopDeadline()) && !tl.PreStopOverdue() {
+					if tl.PreStopExpired(clk.Now()) {
 						break
 					}
 					clk.Step(tick)
@@ -182,12 +190,19 @@ func TestKillTimeline(t *testing.T) {
 			if got := clk.Now().Sub(t0); got != tt.wantKill {
 				t.Errorf("KILL at +%s, want +%s", got, tt.wantKill)
 			}
-			if tl.Extended() != tt.wantExt {
-				t.Errorf("extended = %v, want %v", tl.Extended(), tt.wantExt)
-			}
-			// The safety bound every checker enforces (GP-R).
-			if kill, bound := clk.Now(), tl.TermAt.Add(2*time.Second); kill.Before(bound) {
+			// The lower bound every checker enforces (GP-R) ...
+			if kill, bound := clk.Now(), tl.TermAt.Add(MinimumGracePeriodSeconds*time.Second); kill.Before(bound) {
 				t.Errorf("KILL %s before TERM + 2 s %s", kill, bound)
+			}
+			// ... and the upper one (LC-11): TERM by the deadline, KILL by
+			// the deadline + 2 s, or by the shortening when it came later.
+			latest := tl.Deadline()
+			if tt.shorten != 0 && t0.Add(tt.shortAt).After(latest) {
+				latest = t0.Add(tt.shortAt)
+			}
+			if tl.TermAt.After(latest) || clk.Now().After(latest.Add(PreStopExtension)) {
+				t.Errorf("TERM +%s, KILL +%s: later than +%s and +%s + %s", tl.TermAt.Sub(t0), clk.Now().Sub(t0),
+					latest.Sub(t0), latest.Sub(t0), PreStopExtension)
 			}
 		})
 	}

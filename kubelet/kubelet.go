@@ -9,7 +9,9 @@
 //	go k.Run(ctx) // cancel ctx to stop (a crash: containers keep running)
 //
 // Termination follows PS-4/LC-11 as GP-R settles it: preStop (only with grace
-// > 0, extended once by 2 s), TERM, KILL at max(grace deadline, TERM + 2 s);
+// > 0, abandoned at the grace deadline), TERM, KILL at max(grace deadline,
+// TERM + 2 s), so a hanging hook gets TERM at the deadline and KILL 2 s later
+// (LC-11's one 2 s extension);
 // a shorter grace arriving mid-way shortens it, a longer one never lengthens
 // it; once every container is confirmed dead the kubelet posts the final
 // status and deletes the pod with grace 0 and a UID precondition (PS-8). A

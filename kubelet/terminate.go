@@ -182,11 +182,13 @@ func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillRe
 	go w.k.killContainer(ctx, in, tl, in.kill)
 }
 
-// killContainer carries out one container's KillTimeline: preStop (bounded
-// by the grace deadline, extended once), TERM, then KILL when due, applying
-// shorter grace periods from g as they arrive. It returns once the container
-// exited, or when ctx ends (the kubelet stopped: the container keeps
-// running and the next kubelet starts over, PS-5).
+// killContainer carries out one container's KillTimeline: preStop (waited
+// on until the grace deadline, then abandoned), TERM, then KILL when due,
+// applying shorter grace periods from g as they arrive. TERM therefore comes
+// no later than the deadline and KILL no later than the deadline + 2 s
+// (LC-11; upstream kuberuntime_container.go v1.37.2 lines 895-915). It
+// returns once the container exited, or when ctx ends (the kubelet stopped:
+// the container keeps running and the next kubelet starts over, PS-5).
 func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimeline, g *graceCap) {
 	var changed <-chan struct{}
 	refresh := func() {
@@ -212,9 +214,20 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		if err != nil {
 			k.log.Warn("preStop not started", "container", string(in.id), "err", err)
 		}
+		// GP-2, LC-11: the hook is waited on until the grace deadline and no
+		// longer (upstream executePreStopHook returns after gracePeriod, a
+		// hanging hook or not); a shorter grace that moves the deadline
+		// into the past ends the wait at once. Its "2 s extension" is the
+		// window after TERM (KillAt), never more time for the hook.
 	hook:
 		for hookDone != nil {
-			timer := k.clock.NewTimer(max(tl.PreStopDeadline().Sub(k.clock.Now()), 0))
+			now := k.clock.Now()
+			if tl.PreStopExpired(now) {
+				// Abandoned, never retried; cancel ends it in the runtime.
+				k.log.Info("preStop abandoned at the grace deadline", "container", string(in.id), "grace", tl.Grace)
+				break
+			}
+			timer := k.clock.NewTimer(tl.PreStopDeadline().Sub(now))
 			select {
 			case <-ctx.Done():
 				timer.Stop()
@@ -230,12 +243,6 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 				timer.Stop()
 				refresh()
 			case <-timer.C():
-				if k.clock.Now().Before(tl.PreStopDeadline()) {
-					continue // a timer never fires early by the clock's reading
-				}
-				if !tl.PreStopOverdue() {
-					break hook // GP-2: a hanging hook does not block, nor is retried
-				}
 			}
 		}
 		cancel()
@@ -258,8 +265,15 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 			tl.Start = resumeFrom
 		}
 	})
+	// KILL at max(deadline, TERM + 2 s), or at once when a shorter grace
+	// puts that in the past; a timer never fires early by the clock's
+	// reading, and the deadline is looked at again after every wake-up.
 	for {
-		timer := k.clock.NewTimer(max(tl.KillAt().Sub(k.clock.Now()), 0))
+		now := k.clock.Now()
+		if !now.Before(tl.KillAt()) {
+			break
+		}
+		timer := k.clock.NewTimer(tl.KillAt().Sub(now))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -270,13 +284,8 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		case <-changed:
 			timer.Stop()
 			refresh()
-			continue
 		case <-timer.C():
 		}
-		if k.clock.Now().Before(tl.KillAt()) {
-			continue
-		}
-		break
 	}
 	if err := k.rt.Signal(ctx, in.id, SignalKill, tl.Grace); err != nil {
 		k.log.Warn("KILL not delivered", "container", string(in.id), "err", err)
