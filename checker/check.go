@@ -23,6 +23,22 @@ func Catalog() []Info {
 		Description: "register workload operations are linearizable, key by key (porcupine)",
 		Guarantees:  []string{GuaranteeStoreLin},
 	}, {
+		Name:        WatchOrderChecker,
+		Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
+		Guarantees:  watchOrderGuarantees,
+	}, {
+		Name:        WatchValueChecker,
+		Description: "from the watch lines and the store's committed history: every watch event is the change committed at its resourceVersion (type, key, value)",
+		Guarantees:  watchValueGuarantees,
+	}, {
+		Name:        ReadAfterWatchChecker,
+		Description: "from the watch lines, the reads and the store's committed history: a get or list that began after a watch delivered resourceVersion N reflects every write up to N",
+		Guarantees:  readAfterWatchGuarantees,
+	}, {
+		Name:        ListChecker,
+		Description: "from the lists and the store's committed history: a list returns exactly the state at its resourceVersion",
+		Guarantees:  listGuarantees,
+	}, {
 		Name:        AtMostOneChecker,
 		Description: "from the ledger: the UIDs of one pet never run at once, and a UID runs on one node (ReplicaSet overlap is reported as expected, PS-7)",
 		Guarantees:  atMostOneGuarantees,
@@ -59,7 +75,8 @@ func Catalog() []Info {
 
 // Check runs every checker that applies to h and returns their results in
 // Catalog order: the register checker when h holds register operations, the
-// at-most-one checker when the ledger records container starts, the storage
+// four watch checkers (order, values, read-after-watch, lists) when h
+// records watches, the at-most-one checker when the ledger records container starts, the storage
 // checker when it records storage writes, the grace-period checker when it
 // records TERM or KILL, the authority checker when the API history
 // records deletions of pods, the phases checker when the store events
@@ -84,6 +101,13 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 			}
 			return res
 		})
+	}
+	if watchApplies(h) {
+		for _, check := range []func(context.Context, *history.History, Options) Result{
+			CheckWatchOrder, CheckWatchValues, CheckReadAfterWatch, CheckLists,
+		} {
+			checks = append(checks, func() Result { return check(ctx, h, opts) })
+		}
 	}
 	hasAction := func(actions ...history.LedgerAction) bool {
 		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })

@@ -47,7 +47,14 @@ func everything(t *testing.T) *history.History {
 		led(14, history.LedgerTerm, "n1", "web-0", "a", grace(30)).
 		led(15, history.LedgerExit, "n1", "web-0", "a")
 	b.h.Ops = ops(t, "0 0 10 create x a -> ok")
-	return b.history()
+	h := b.history()
+	// A register run's watches, reads, lists and committed Leases.
+	w := cleanWatch()
+	h.Ops = append(h.Ops, w.h.Ops...)
+	h.Store = append(h.Store, w.h.Store...)
+	h.Logs = append(h.Logs, w.h.Logs...)
+	h.Watch = w.h.Watch
+	return h
 }
 
 func TestCatalogNamesEveryChecker(t *testing.T) {
@@ -130,12 +137,16 @@ func TestCheck(t *testing.T) {
 	b = &hb{}
 	deletions := b.call(1, "workload", "delete", "pods", "default", "web-0", askGrace(3)).
 		call(1, "workload", "get", "pods", "default", "web-0").h.API
+	watched := cleanWatch().h
+	stale := cleanWatch()
+	stale.get(17, 18, "k1", "a@5") // after the watch delivered k1=b at RV 7
 	tests := []struct {
 		name   string
 		ops    []history.Op
 		ledger []history.LedgerEntry
 		api    []history.APICall
-		want   []string // checker names
+		h      *history.History // instead of the fields above
+		want   []string         // checker names
 		v      Verdict
 	}{
 		{name: "no operations", v: Ok},
@@ -145,12 +156,20 @@ func TestCheck(t *testing.T) {
 		{name: "kills only", ledger: kills, want: []string{GraceChecker}, v: Ok},
 		{name: "API calls without a deletion", api: deletions[1:], v: Ok},
 		{name: "deletions", api: deletions, want: []string{AuthorityChecker}, v: Ok},
+		{name: "watches", h: &watched, v: Ok,
+			want: []string{RegisterChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
+		{name: "a stale read after a watch", h: &stale.h, v: Illegal,
+			want: []string{RegisterChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
 		{name: "everything", ops: register, ledger: append(writes, kills...), api: deletions,
 			want: []string{RegisterChecker, StorageChecker, GraceChecker, AuthorityChecker}, v: Illegal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			results := Check(context.Background(), &history.History{Ops: tt.ops, Ledger: tt.ledger, API: tt.api}, Options{})
+			h := tt.h
+			if h == nil {
+				h = &history.History{Ops: tt.ops, Ledger: tt.ledger, API: tt.api}
+			}
+			results := Check(context.Background(), h, Options{})
 			var names []string
 			for _, r := range results {
 				names = append(names, r.Checker)
