@@ -1,0 +1,161 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/podsafe/podsafe/scheduler/framework"
+	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
+	"github.com/podsafe/podsafe/scheduler/plugins/nodeaffinity"
+	"github.com/podsafe/podsafe/scheduler/plugins/noderesources"
+	"github.com/podsafe/podsafe/scheduler/plugins/podtopologyspread"
+	"github.com/podsafe/podsafe/scheduler/plugins/tainttoleration"
+)
+
+// Podsafe runs problems through podsafe's own scheduler plugins, built
+// into a framework over a snapshot as the scheduler builds them. Safe for
+// concurrent use.
+type Podsafe struct{}
+
+// spreadArgs turn off cluster default constraints: only the pod's own
+// constraints count, on both sides.
+var spreadArgs = podtopologyspread.Args{DefaultingType: podtopologyspread.ListDefaulting}
+
+// Run computes podsafe's verdict on p.
+func (Podsafe) Run(ctx context.Context, p *Problem) (*Verdict, error) {
+	pdbs := p.PDBs
+	fw, err := framework.NewFramework([]framework.PluginSpec{
+		{Factory: tainttoleration.New},
+		{Factory: nodeaffinity.New},
+		{Factory: noderesources.NewFit},
+		{Factory: podtopologyspread.New(spreadArgs)},
+		{Factory: defaultpreemption.New(defaultpreemption.Args{})},
+	}, framework.Options{PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs }})
+	if err != nil {
+		return nil, fmt.Errorf("building podsafe framework: %w", err)
+	}
+	snap := framework.NewSnapshot(p.Pods, p.Nodes)
+	fw.SetSnapshot(snap)
+	v := &Verdict{}
+	if err := podsafeFilter(ctx, fw, snap, p.Pod, &v.Filter); err != nil {
+		return nil, err
+	}
+	state := framework.NewCycleState()
+	if st := fw.RunPreFilterPlugins(ctx, state, p.Pod); !st.IsSuccess() {
+		return nil, fmt.Errorf("podsafe PreFilter: %w", st.AsError())
+	}
+	v.Filter.Chain = map[string]string{}
+	statuses := framework.NodeToStatus{}
+	var feasible []*framework.NodeInfo
+	for _, ni := range snap.List() {
+		st := fw.RunFilterPluginsWithNominatedPods(ctx, state, p.Pod, ni)
+		switch {
+		case st.IsSuccess():
+			feasible = append(feasible, ni)
+			v.Filter.Feasible = append(v.Filter.Feasible, ni.Node().Name)
+		case st.IsRejected():
+			statuses[ni.Node().Name] = st
+			v.Filter.Chain[ni.Node().Name] = st.Code().String()
+		default:
+			return nil, fmt.Errorf("podsafe filters on %s: %w", ni.Node().Name, st.AsError())
+		}
+	}
+	if len(feasible) > 0 {
+		if v.Score, err = podsafeScore(ctx, fw, p.Pod, feasible); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	v.Score.Skipped = true
+	v.Preemption = &PreemptionVerdict{}
+	res, st := fw.RunPostFilterPlugins(ctx, state, p.Pod, statuses)
+	switch {
+	case st.IsSuccess() && res != nil:
+		v.Preemption.Node, v.Preemption.Victims = res.NominatedNodeName, podNames(res.Victims)
+	case st.Code() == framework.Error:
+		return nil, fmt.Errorf("podsafe preemption: %w", st.AsError())
+	}
+	return v, nil
+}
+
+func podsafeFilter(ctx context.Context, fw *framework.Framework, snap *framework.Snapshot, pod *corev1.Pod, out *FilterVerdict) error {
+	out.Spread, out.Fit = map[string]string{}, map[string]string{}
+	p, err := podtopologyspread.New(spreadArgs)(fw)
+	if err != nil {
+		return fmt.Errorf("building podsafe PodTopologySpread: %w", err)
+	}
+	spread := p.(*podtopologyspread.PodTopologySpread)
+	state := framework.NewCycleState()
+	st := spread.PreFilter(ctx, state, pod, snap.List())
+	out.SpreadPreFilter = st.Code().String()
+	switch {
+	case st.IsSkip():
+		for _, ni := range snap.List() {
+			out.Spread[ni.Node().Name] = CodeSuccess
+		}
+	case !st.IsSuccess():
+		return fmt.Errorf("podsafe PodTopologySpread PreFilter: %w", st.AsError())
+	default:
+		for _, ni := range snap.List() {
+			out.Spread[ni.Node().Name] = psCode(spread.Filter(ctx, state, pod, ni))
+		}
+	}
+	fit := &noderesources.Fit{}
+	state = framework.NewCycleState()
+	if st := fit.PreFilter(ctx, state, pod, snap.List()); !st.IsSuccess() {
+		return fmt.Errorf("podsafe NodeResourcesFit PreFilter: %w", st.AsError())
+	}
+	for _, ni := range snap.List() {
+		out.Fit[ni.Node().Name] = psCode(fit.Filter(ctx, state, pod, ni))
+	}
+	return nil
+}
+
+func podsafeScore(ctx context.Context, fw *framework.Framework, pod *corev1.Pod, feasible []*framework.NodeInfo) (ScoreVerdict, error) {
+	p, err := podtopologyspread.New(spreadArgs)(fw)
+	if err != nil {
+		return ScoreVerdict{}, fmt.Errorf("building podsafe PodTopologySpread: %w", err)
+	}
+	spread := p.(*podtopologyspread.PodTopologySpread)
+	state := framework.NewCycleState()
+	st := spread.PreScore(ctx, state, pod, feasible)
+	if st.IsSkip() {
+		return ScoreVerdict{Skipped: true}, nil
+	}
+	if !st.IsSuccess() {
+		return ScoreVerdict{}, fmt.Errorf("podsafe PodTopologySpread PreScore: %w", st.AsError())
+	}
+	scores := make([]framework.NodeScore, len(feasible))
+	for i, ni := range feasible {
+		s, st := spread.Score(ctx, state, pod, ni)
+		if !st.IsSuccess() {
+			return ScoreVerdict{}, fmt.Errorf("podsafe PodTopologySpread Score on %s: %w", ni.Node().Name, st.AsError())
+		}
+		scores[i] = framework.NodeScore{Name: ni.Node().Name, Score: s}
+	}
+	if st := spread.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+		return ScoreVerdict{}, fmt.Errorf("podsafe PodTopologySpread NormalizeScore: %w", st.AsError())
+	}
+	out := ScoreVerdict{Scores: map[string]int64{}}
+	for _, s := range scores {
+		out.Scores[s.Name] = s.Score
+	}
+	return out, nil
+}
+
+func psCode(st *framework.Status) string {
+	switch st.Code() {
+	case framework.Success:
+		return CodeSuccess
+	case framework.Unschedulable:
+		return CodeUnschedulable
+	case framework.UnschedulableAndUnresolvable:
+		return CodeUnresolvable
+	case framework.Skip:
+		return CodeSkip
+	}
+	return st.Code().String() + ": " + st.Message()
+}

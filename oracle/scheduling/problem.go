@@ -1,0 +1,141 @@
+// Package scheduling is a differential oracle for podsafe's scheduler
+// plugins: it generates randomized scheduling problems, runs each through
+// podsafe's plugins (scheduler/framework and scheduler/plugins/...) and
+// through the upstream kube-scheduler plugins of the pinned Kubernetes
+// release (k8s.io/kubernetes v1.37.2), and reports every verdict on which
+// they disagree, shrunk to a minimal reproducer printed as a Go table-test
+// literal.
+//
+// The package lives in its own module (oracle/) so that the main module
+// never depends on k8s.io/kubernetes.
+package scheduling
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Epoch is the time every generated timestamp is an offset from, so
+// problems (and their printed reproducers) are the same on every run.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Problem is one scheduling decision: a cluster, its budgets and the pod to
+// place. Its objects are ordinary Kubernetes objects, so a reproducer can
+// be pasted into a plugin test as is.
+type Problem struct {
+	Nodes []*corev1.Node
+	// Pods are the pods already bound to nodes (spec.nodeName set).
+	Pods []*corev1.Pod
+	PDBs []*policyv1.PodDisruptionBudget
+	// Pod is the incoming, unbound pod.
+	Pod *corev1.Pod
+}
+
+// Clone returns a deep copy, which shrinking may change freely.
+func (p *Problem) Clone() *Problem {
+	out := &Problem{Pod: p.Pod.DeepCopy()}
+	for _, n := range p.Nodes {
+		out.Nodes = append(out.Nodes, n.DeepCopy())
+	}
+	for _, pod := range p.Pods {
+		out.Pods = append(out.Pods, pod.DeepCopy())
+	}
+	for _, pdb := range p.PDBs {
+		out.PDBs = append(out.PDBs, pdb.DeepCopy())
+	}
+	return out
+}
+
+// Size is a rough measure of a problem, which shrinking makes smaller.
+func (p *Problem) Size() int {
+	n := len(p.Nodes)*4 + len(p.Pods)*3 + len(p.PDBs)*2
+	for _, node := range p.Nodes {
+		n += len(node.Labels) + len(node.Spec.Taints)
+	}
+	for _, pod := range p.Pods {
+		n += len(pod.Labels)
+	}
+	n += len(p.Pod.Labels) + len(p.Pod.Spec.Tolerations) + len(p.Pod.Spec.NodeSelector)
+	for _, c := range p.Pod.Spec.TopologySpreadConstraints {
+		n += 3 + len(c.MatchLabelKeys)
+	}
+	return n
+}
+
+// The label keys problems use.
+const (
+	LabelHostname = corev1.LabelHostname
+	LabelZone     = corev1.LabelTopologyZone
+	LabelRegion   = corev1.LabelTopologyRegion
+	LabelRack     = "example.com/rack"
+	LabelDisk     = "example.com/disk"
+)
+
+// NewNode returns a node with its hostname label and allocatable CPU (in
+// millicores), memory (in MiB) and pod slots; a negative amount leaves that
+// resource out of allocatable.
+func NewNode(name string, milliCPU, memMiB, pods int64) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name),
+		Labels: map[string]string{LabelHostname: name}}}
+	alloc := corev1.ResourceList{}
+	if milliCPU >= 0 {
+		alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(milliCPU, resource.DecimalSI)
+	}
+	if memMiB >= 0 {
+		alloc[corev1.ResourceMemory] = *resource.NewQuantity(memMiB<<20, resource.BinarySI)
+	}
+	if pods >= 0 {
+		alloc[corev1.ResourcePods] = *resource.NewQuantity(pods, resource.DecimalSI)
+	}
+	n.Status.Capacity, n.Status.Allocatable = alloc, alloc.DeepCopy()
+	return n
+}
+
+// NewPod returns a pod of one container with the given requests (zero
+// leaves a request out).
+func NewPod(ns, name string, milliCPU, memMiB int64) *corev1.Pod {
+	req := corev1.ResourceList{}
+	if milliCPU > 0 {
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(milliCPU, resource.DecimalSI)
+	}
+	if memMiB > 0 {
+		req[corev1.ResourceMemory] = *resource.NewQuantity(memMiB<<20, resource.BinarySI)
+	}
+	c := corev1.Container{Name: "c", Image: "pause"}
+	if len(req) > 0 {
+		c.Resources.Requests = req
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+	}
+}
+
+// At is Epoch plus minutes, as an API timestamp.
+func At(minutes int) metav1.Time {
+	return metav1.NewTime(Epoch.Add(time.Duration(minutes) * time.Minute))
+}
+
+// NewPDB returns a budget in ns selecting sel that allows allowed more
+// disruptions.
+func NewPDB(ns, name string, sel *metav1.LabelSelector, allowed int32) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("pdb-" + ns + "-" + name)},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: &one},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+// String names the problem's shape for logs.
+func (p *Problem) String() string {
+	return fmt.Sprintf("%d nodes, %d pods, %d budgets, %d constraints", len(p.Nodes), len(p.Pods), len(p.PDBs),
+		len(p.Pod.Spec.TopologySpreadConstraints))
+}
