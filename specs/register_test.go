@@ -12,6 +12,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/workload"
 )
 
 // The register suite: the store under partitions must stay linearizable (the
@@ -46,6 +47,45 @@ var _ = Describe("register workload", Label("STORE", "chaos"), func() {
 		Expect(h.Nemesis).NotTo(BeEmpty(), "the nemesis must have injected faults")
 		Expect(out.Dir + "/linearizability.html").To(BeAnExistingFile())
 	}, SpecTimeout(2*time.Minute))
+
+	It("records watches and the Leases' committed history, and the watch checkers judge them", Label("STORE-WATCH-ORDER", "STORE-WATCH-VALUE", "STORE-READ-AFTER-WATCH", "STORE-LIST"), func(ctx SpecContext) {
+		out := run(ctx, specs.Scenario{
+			Workload: "register", Nemesis: []string{"none"},
+			Duration: specs.Duration(4 * time.Second), Concurrency: 3, Seed: 4,
+		})
+		Expect(out.Results.Verdict).To(Equal(checker.Ok), "results: %+v", out.Results.Checks)
+		h, err := history.Load(filepath.Join(out.Dir, "history.jsonl"))
+		Expect(err).NotTo(HaveOccurred())
+
+		watchers := map[string]bool{}
+		events := 0
+		for _, l := range h.Watch {
+			watchers[l.Watcher] = true
+			if l.Phase == history.WatchDeliver {
+				events++
+			}
+		}
+		Expect(watchers).To(HaveLen(3), "one watcher per member")
+		Expect(events).To(BeNumerically(">", 20))
+		leases := 0
+		for _, e := range h.Store {
+			if e.Resource == workload.LeaseResource {
+				Expect(e.Namespace).To(Equal(workload.RegisterNamespace), "only the register's Leases are recorded")
+				leases++
+			}
+		}
+		Expect(leases).To(BeNumerically(">", 10))
+		GinkgoWriter.Printf("%d watch events from %d watchers, %d committed Lease changes\n", events, len(watchers), leases)
+
+		judged := map[string]checker.Verdict{}
+		for _, r := range out.Results.Checks {
+			judged[r.Checker] = r.Verdict
+			GinkgoWriter.Printf("%s %s: %s\n", r.Checker, r.Verdict, r.Summary)
+		}
+		for _, name := range []string{checker.WatchOrderChecker, checker.WatchValueChecker, checker.ReadAfterWatchChecker, checker.ListChecker} {
+			Expect(judged).To(HaveKeyWithValue(name, checker.Ok))
+		}
+	}, SpecTimeout(time.Minute))
 
 	It("re-checks a saved history and a truncated one", func(ctx SpecContext) {
 		out := run(ctx, specs.Scenario{

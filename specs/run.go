@@ -190,7 +190,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		}
 	}
 	evCtx, stopEvents := context.WithCancel(ctx)
-	evWG := recordStoreEvents(evCtx, c, rec)
+	evWG := recordStoreEvents(evCtx, c, rec, storeSources(s.Workload))
 	defer func() { stopEvents(); evWG.Wait() }()
 
 	faults, err := nemesis.Lookup(s.Nemesis...)
@@ -220,6 +220,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
 	if r, ok := w.(*workload.Register); ok {
 		r.Keys = s.Keys
+		if r.Watchers, err = registerWatchers(c, rec, len(clients)); err != nil {
+			return err
+		}
 	}
 	env := workload.Env{
 		Clients: clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
@@ -248,6 +251,30 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("warning", map[string]string{"warning": w})
 	}
 	return wlErr
+}
+
+// registerWatchers builds the register workload's watchers: one per
+// control-plane member, watching through that member's API server (a watch
+// served by a follower delivers what the follower applied, maybe before the
+// leader did), each reading what it is delivered over a connection to the
+// next member. Their client hosts follow the workload's n clients', so a
+// partition cuts each on its own.
+func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workload.Watcher, error) {
+	watchers := make([]workload.Watcher, c.Members())
+	for m := range watchers {
+		var clients [2]kubernetes.Interface
+		for j := range clients {
+			rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(n + 2*m + j), Member: (m + j) % c.Members()})
+			rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return nil, fmt.Errorf("building the clients of watcher %d: %w", m, err)
+			}
+			clients[j] = cs
+		}
+		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1]}
+	}
+	return watchers, nil
 }
 
 // LedgerRecorder is a kubelet.Ledger that writes every runtime ledger entry

@@ -11,36 +11,60 @@ import (
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/raftstore"
+	"github.com/podsafe/podsafe/workload"
 )
 
 // StoreEventResources are the resources whose every committed change a run
 // records in its history (store lines): what the phase, preemption and
 // topology-spread checkers rebuild the cluster's state from. Leases are left
-// out: node heart-beats and the register workload would drown the rest.
+// out: node heart-beats would drown the rest (a register run records the
+// Leases of its own namespace, see storeSources).
 var StoreEventResources = []string{
 	"pods", "nodes", "volumeattachments.storage.k8s.io", "poddisruptionbudgets.policy",
 	"priorityclasses.scheduling.k8s.io", "statefulsets.apps", "replicasets.apps",
 }
 
-// recordStoreEvents follows every resource of StoreEventResources on some
-// running member's store (each member applies every committed entry in raft
-// order) and writes each change to rec, until ctx ends. When the member it
-// follows goes away it resumes on another from the last recorded
-// resourceVersion; a change that was compacted meanwhile is lost, and the
-// gap is noted in the history.
-func recordStoreEvents(ctx context.Context, c *cluster.Cluster, rec *history.Recorder) *sync.WaitGroup {
-	var wg sync.WaitGroup
+// storeSource is one resource whose committed changes a run records, in
+// one namespace ("" for all).
+type storeSource struct {
+	resource, namespace string
+}
+
+// storeSources returns what a run of workload records: every resource of
+// StoreEventResources and, for the register workload, the Leases of its
+// namespace, the committed history its watches and reads are judged against.
+func storeSources(workloadName string) []storeSource {
+	out := make([]storeSource, 0, len(StoreEventResources)+1)
 	for _, res := range StoreEventResources {
+		out = append(out, storeSource{resource: res})
+	}
+	if workloadName == "register" {
+		out = append(out, storeSource{resource: workload.LeaseResource, namespace: workload.RegisterNamespace})
+	}
+	return out
+}
+
+// recordStoreEvents follows every source on some running member's store
+// (each member applies every committed entry in raft order) and writes each
+// change to rec, until ctx ends. When the member it follows goes away it
+// resumes on another from the last resourceVersion it saw; a change that was
+// compacted meanwhile is lost, and the loss is noted in the history
+// (history.LogStoreEventsLost). When ctx ends, a history.LogStoreEventsEnd
+// line says up to which resourceVersion the record of each source is
+// complete.
+func recordStoreEvents(ctx context.Context, c *cluster.Cluster, rec *history.Recorder, sources []storeSource) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, src := range sources {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followResource(ctx, c, rec, res)
+			followResource(ctx, c, rec, src)
 		}()
 	}
 	return &wg
 }
 
-func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Recorder, resource string) {
+func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Recorder, src storeSource) {
 	// From the start of the log (the cluster has just started, so the
 	// watch window still holds it); 0 would mean from the present.
 	var last uint64 = 1
@@ -52,9 +76,9 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 			sleepCtx(ctx, 50*time.Millisecond)
 			continue
 		}
-		ch, err := st.Watch(ctx, resource, last)
+		ch, err := st.Watch(ctx, src.resource, last)
 		if errors.Is(err, raftstore.ErrTooOld) {
-			rec.Log("store events lost", map[string]string{"resource": resource, "after_rv": strconv.FormatUint(last, 10)})
+			rec.Log(history.LogStoreEventsLost, map[string]string{"resource": src.resource, "after_rv": strconv.FormatUint(last, 10)})
 			last = 0
 			continue
 		}
@@ -63,8 +87,13 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 			continue
 		}
 		for ev := range ch {
+			// Every change of the resource moves the record on, also those
+			// of other namespaces: the end line counts them all.
 			if ev.Object.RV > last {
 				last = ev.Object.RV
+			}
+			if src.namespace != "" && ev.Object.Key.Namespace != src.namespace {
+				continue
 			}
 			rec.Store(history.StoreEvent{
 				Type: history.StoreEventType(ev.Type), Resource: ev.Object.Key.Resource,
@@ -73,6 +102,11 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 			})
 		}
 	}
+	end := map[string]string{"resource": src.resource, "rv": strconv.FormatUint(last, 10)}
+	if src.namespace != "" {
+		end["namespace"] = src.namespace
+	}
+	rec.Log(history.LogStoreEventsEnd, end)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

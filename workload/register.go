@@ -33,14 +33,19 @@ const (
 	ErrClassUnavailable = "unavailable"
 )
 
+// RegisterNamespace is the register workload's default namespace.
+const RegisterNamespace = "podsafe-register"
+
 // Register is the raw store workload: processes doing create, get,
-// compare-and-swap and delete on a small, slowly rotating set of keys. Each
-// key is a coordination.k8s.io Lease whose spec.holderIdentity holds the value;
-// every write writes a value no other write uses, so a resourceVersion and the
-// value read with it name the same write and compare-and-swap on
-// resourceVersion is compare-and-swap on the value.
+// compare-and-swap, delete and list on a small, slowly rotating set of keys.
+// Each key is a coordination.k8s.io Lease whose spec.holderIdentity holds the
+// value; every write writes a value no other write uses, so a resourceVersion
+// and the value read with it name the same write and compare-and-swap on
+// resourceVersion is compare-and-swap on the value. Reads and writes record
+// the resourceVersion they returned (history.Op.RV); a list records its items.
+// Watchers (see Watcher) keep watches of the namespace open meanwhile.
 type Register struct {
-	// Namespace holds the keys (default "podsafe-register").
+	// Namespace holds the keys (default RegisterNamespace).
 	Namespace string
 	// Keys is how many keys are live at once (default 5).
 	Keys int
@@ -51,8 +56,16 @@ type Register struct {
 	// OpTimeout bounds each operation; one that runs out is recorded unknown
 	// (default 2 s).
 	OpTimeout time.Duration
-	// Weights of get, create, cas, delete (default 4, 2, 4, 1).
-	Weights [4]int
+	// Weights of get, create, cas, delete and list (default 8, 4, 8, 2, 1).
+	// Lists are few: each spans every key, and the checkers compare each
+	// with the store's committed history.
+	Weights [5]int
+	// Watchers watch the namespace while the processes run (none: no
+	// watches are recorded).
+	Watchers []Watcher
+	// WatchTimeout is the longest timeoutSeconds a watch request asks for
+	// (default 20 s); see Watcher.
+	WatchTimeout time.Duration
 
 	_ struct{}
 }
@@ -69,7 +82,7 @@ func (s *Stats) String() string {
 
 func (w *Register) defaults() {
 	if w.Namespace == "" {
-		w.Namespace = "podsafe-register"
+		w.Namespace = RegisterNamespace
 	}
 	if w.Keys <= 0 {
 		w.Keys = 5
@@ -80,8 +93,11 @@ func (w *Register) defaults() {
 	if w.OpTimeout <= 0 {
 		w.OpTimeout = 2 * time.Second
 	}
-	if w.Weights == [4]int{} {
-		w.Weights = [4]int{4, 2, 4, 1}
+	if w.Weights == [5]int{} {
+		w.Weights = [5]int{8, 4, 8, 2, 1}
+	}
+	if w.WatchTimeout <= 0 {
+		w.WatchTimeout = defaultWatchTimeout
 	}
 }
 
@@ -90,8 +106,9 @@ func (w *Register) Run(ctx context.Context, env Env) error {
 	return w.RunClients(ctx, env.Clients, env.Recorder, env.Seed, env.Stats)
 }
 
-// RunClients drives one process per clientset until ctx ends. seed makes
-// each process's choices reproducible. Operations are recorded in rec.
+// RunClients drives one process per clientset, and the watchers of
+// w.Watchers, until ctx ends. seed makes each process's choices
+// reproducible. Operations and watches are recorded in rec.
 func (w *Register) RunClients(ctx context.Context, clients []kubernetes.Interface, rec *history.Recorder, seed uint64, stats *Stats) error {
 	w.defaults()
 	if len(clients) == 0 {
@@ -103,6 +120,16 @@ func (w *Register) RunClients(ctx context.Context, clients []kubernetes.Interfac
 		nextPID atomic.Int64
 	)
 	nextPID.Store(int64(len(clients)))
+	for i, wt := range w.Watchers {
+		if wt.Client == nil {
+			return fmt.Errorf("register workload: watcher %d has no client", i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.runWatcher(ctx, i, wt, rec, seed, stats, &nextPID)
+		}()
+	}
 	for i, cs := range clients {
 		wg.Add(1)
 		go func() {
@@ -159,6 +186,8 @@ func (p *registerProc) loop(runCtx context.Context) {
 			p.cas(ctx, key, sv)
 		case 3:
 			p.delete(ctx, key)
+		case 4:
+			p.list(ctx)
 		}
 	}
 }
@@ -245,7 +274,7 @@ func (p *registerProc) get(ctx context.Context, key string) {
 	}
 	if err == nil {
 		op.Found = true
-		op.Output = holder(l)
+		op.Output, op.RV = holder(l), l.ResourceVersion
 		p.seen[key] = seenValue{value: op.Output, rv: l.ResourceVersion}
 	}
 	p.finish(op, err)
@@ -259,6 +288,7 @@ func (p *registerProc) create(ctx context.Context, key string) {
 	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Create(octx, lease(p.w.Namespace, key, op.Value, ""), metav1.CreateOptions{})
 	cancel()
 	if err == nil {
+		op.RV = l.ResourceVersion
 		p.seen[key] = seenValue{value: op.Value, rv: l.ResourceVersion}
 	}
 	p.finish(op, err)
@@ -274,6 +304,7 @@ func (p *registerProc) cas(ctx context.Context, key string, sv seenValue) {
 	cancel()
 	delete(p.seen, key)
 	if err == nil {
+		op.RV = l.ResourceVersion
 		p.seen[key] = seenValue{value: op.Value, rv: l.ResourceVersion}
 	}
 	p.finish(op, err)

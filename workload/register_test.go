@@ -44,7 +44,7 @@ func TestClassify(t *testing.T) {
 }
 
 // A short run against a real one-member cluster records well-formed ops that
-// the store checker accepts.
+// the store checker accepts, and watches that resume where they left off.
 func TestRegisterRecordsCheckableOps(t *testing.T) {
 	c := cluster.StartForTest(t, cluster.Config{Topology: cluster.DefaultTopology(1, 0, 1)})
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestRegisterRecordsCheckableOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var clients []kubernetes.Interface
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 5; i++ {
 		rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(i)})
 		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
 		cs, err := kubernetes.NewForConfig(rc)
@@ -63,10 +63,15 @@ func TestRegisterRecordsCheckableOps(t *testing.T) {
 		}
 		clients = append(clients, cs)
 	}
-	runCtx, cancel := context.WithTimeout(ctx, time.Second)
+	// Three register processes; one watcher that gets what it is
+	// delivered, and one that only watches. Watches last 2 s, so each
+	// watcher resumes at least once.
+	runCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	stats := &workload.Stats{}
-	w := &workload.Register{Keys: 2, OpsPerKey: 50}
+	w := &workload.Register{Keys: 2, OpsPerKey: 50, WatchTimeout: 2 * time.Second,
+		Watchers: []workload.Watcher{{Name: "a", Client: clients[3], Reader: clients[4]}, {Name: "b", Client: clients[4]}}}
+	clients = clients[:3]
 	if err := w.RunClients(runCtx, clients, rec, 7, stats); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +99,7 @@ func TestRegisterRecordsCheckableOps(t *testing.T) {
 			written[op.Value] = true
 		}
 	}
-	for _, f := range []string{"get", "create", "cas", "delete"} {
+	for _, f := range []string{"get", "create", "cas", "delete", "list"} {
 		if funcs[f] == 0 {
 			t.Errorf("no %s ops in %v", f, funcs)
 		}
@@ -110,8 +115,78 @@ func TestRegisterRecordsCheckableOps(t *testing.T) {
 			t.Errorf("API call recorded without identity or code: %+v", call)
 		}
 	}
+	checkWatchLines(t, h)
 	res := checker.CheckRegister(ctx, h.Ops, checker.Options{Timeout: 30 * time.Second})
 	if res.Verdict != checker.Ok {
 		t.Errorf("verdict %s: %s", res.Verdict, res.Summary)
+	}
+}
+
+// checkWatchLines checks the watch lines of a register run on a healthy
+// cluster: every watcher lists, then watches from the list's
+// resourceVersion, and resumes from the last resourceVersion it received;
+// each event carries a value some create or cas wrote; reads and writes
+// record the resourceVersion they returned.
+func checkWatchLines(t *testing.T, h *history.History) {
+	t.Helper()
+	lists := map[uint64]history.Op{}
+	written := map[string]bool{}
+	for _, op := range h.Ops {
+		switch {
+		case op.Func == "list" && op.Status == history.StatusOK:
+			lists[op.ID] = op
+		case (op.Func == "create" || op.Func == "cas") && op.Status == history.StatusOK:
+			written[op.Value] = true
+		}
+		if op.Status == history.StatusOK && op.Func != "delete" && op.RV == "" && (op.Func != "get" || op.Found) {
+			t.Errorf("op %d %s %s returned no resourceVersion", op.ID, op.Func, op.Key)
+		}
+	}
+	type watcher struct {
+		last    string // resourceVersion received last
+		streams int
+		events  int
+		resumes int
+	}
+	ws := map[string]*watcher{}
+	for _, l := range h.Watch {
+		w := ws[l.Watcher]
+		if w == nil {
+			w = &watcher{}
+			ws[l.Watcher] = w
+		}
+		switch l.Phase {
+		case history.WatchOpen:
+			w.streams++
+			if l.Stream != w.streams || l.Resource != workload.LeaseResource || l.Namespace != workload.RegisterNamespace {
+				t.Errorf("open line %+v: want stream %d of the register's Leases", l, w.streams)
+			}
+			switch l.Reason {
+			case history.WatchFromList:
+				if list, ok := lists[l.List]; !ok || list.RV != l.FromRV {
+					t.Errorf("watcher %s stream %d opens from list op %d at RV %s: no such list", l.Watcher, l.Stream, l.List, l.FromRV)
+				}
+			case history.WatchResume:
+				w.resumes++
+				if l.FromRV != w.last {
+					t.Errorf("watcher %s stream %d resumes from RV %s, but it had received up to %s", l.Watcher, l.Stream, l.FromRV, w.last)
+				}
+			default:
+				t.Errorf("open line without a reason: %+v", l)
+			}
+			w.last = l.FromRV
+		case history.WatchDeliver:
+			w.events++
+			w.last = l.RV
+			if l.Type != "BOOKMARK" && l.Type != "DELETED" && !written[l.Value] {
+				t.Errorf("watcher %s delivered %s %s=%q at RV %s, a value no write wrote", l.Watcher, l.Type, l.Key, l.Value, l.RV)
+			}
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		w := ws[name]
+		if w == nil || w.events == 0 || w.resumes == 0 {
+			t.Errorf("watcher %s: %+v, want events and a resumed stream", name, w)
+		}
 	}
 }
