@@ -214,15 +214,31 @@ func (c *committed) nextDelete(key string, i int) int {
 	return -1
 }
 
-// stateAt returns every key present at RV rv with its last change.
-func (c *committed) stateAt(rv uint64) map[string]change {
-	out := map[string]change{}
-	for key := range c.byKey {
-		if i := c.lastWrite(key, rv); i >= 0 && c.changes[i].typ != history.StoreDeleted {
-			out[key] = c.changes[i]
+// stateCursor walks a committed history forward and keeps the state at its
+// position: the keys present and the last change of each.
+type stateCursor struct {
+	c     *committed
+	next  int
+	state map[string]change
+}
+
+func (c *committed) cursor() *stateCursor {
+	return &stateCursor{c: c, state: map[string]change{}}
+}
+
+// at returns the state at rv, which must not be below the rv of the
+// previous call. The map is the cursor's: read it before the next call.
+func (s *stateCursor) at(rv uint64) map[string]change {
+	for s.next < len(s.c.changes) && s.c.changes[s.next].rv <= rv {
+		ch := s.c.changes[s.next]
+		if ch.typ == history.StoreDeleted {
+			delete(s.state, ch.key)
+		} else {
+			s.state[ch.key] = ch
 		}
+		s.next++
 	}
-	return out
+	return s.state
 }
 
 // missing explains why a committed history cannot judge anything.

@@ -45,6 +45,7 @@ func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) 
 	if ctx.Err() != nil {
 		return res.cancelled(count(len(rd.reads), "read"))
 	}
+	present := rd.presentForLists(h)
 	st := &stopper{ctx: ctx}
 	var evidence []Evidence
 	violations, keysJudged := 0, 0
@@ -62,7 +63,7 @@ func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) 
 		c := rd.committed[r.set]
 		n := min(d.rv, c.through)
 		judged := false
-		for _, k := range r.keys(op, c, n) {
+		for _, k := range r.keys(op, present[r.op]) {
 			i := c.lastWrite(k, n)
 			if i < 0 {
 				continue
@@ -179,29 +180,45 @@ func CheckLists(ctx context.Context, h *history.History, opts Options) Result {
 	if ctx.Err() != nil {
 		return res.cancelled("the lists")
 	}
-	st := &stopper{ctx: ctx}
+	// The lists in resourceVersion order, so that one walk over each
+	// committed history yields every state they are compared with.
+	type list struct {
+		r  watchRead
+		rv uint64
+	}
+	var lists []list
 	violations, above, unparsed := 0, 0, 0
 	for _, r := range rd.reads {
-		if st.stopped() {
-			return res.cancelled(count(res.Stats.Ops, "list"))
-		}
 		op := &h.Ops[r.op]
 		if op.Func != FuncList {
 			continue
 		}
 		res.Stats.Ops++
-		c := rd.committed[r.set]
 		rv, ok := parseRV(op.RV)
 		switch {
 		case !ok:
 			unparsed++
-			continue
-		case rv > c.through:
+		case rv > rd.committed[r.set].through:
 			above++
-			continue
+		default:
+			lists = append(lists, list{r, rv})
+		}
+	}
+	sort.SliceStable(lists, func(i, j int) bool { return lists[i].rv < lists[j].rv })
+	cursors := map[watchSet]*stateCursor{}
+	st := &stopper{ctx: ctx}
+	for _, l := range lists {
+		if st.stopped() {
+			return res.cancelled(count(res.Stats.Ops, "list"))
+		}
+		op, rv, c := &h.Ops[l.r.op], l.rv, rd.committed[l.r.set]
+		cur := cursors[l.r.set]
+		if cur == nil {
+			cur = c.cursor()
+			cursors[l.r.set] = cur
 		}
 		res.Stats.Checked++
-		if diff := listDiff(c.stateAt(rv), op.Items); diff != "" {
+		if diff := listDiff(cur.at(rv), op.Items); diff != "" {
 			violations++
 			if len(res.Evidence) < opts.maxEvidence() {
 				res.Evidence = append(res.Evidence, Evidence{
@@ -286,8 +303,9 @@ type watchRead struct {
 }
 
 // keys returns the keys read op is judged on: a get's key, or every key a
-// list returned or that was present at n, sorted.
-func (r watchRead) keys(op *history.Op, c *committed, n uint64) []string {
+// list returned or that was present at the resourceVersion the list must
+// reflect (present), sorted.
+func (r watchRead) keys(op *history.Op, present []string) []string {
 	if r.key != "" {
 		return []string{r.key}
 	}
@@ -295,7 +313,7 @@ func (r watchRead) keys(op *history.Op, c *committed, n uint64) []string {
 	for _, it := range op.Items {
 		set[it.Key] = true
 	}
-	for k := range c.stateAt(n) {
+	for _, k := range present {
 		set[k] = true
 	}
 	keys := make([]string, 0, len(set))
@@ -304,6 +322,40 @@ func (r watchRead) keys(op *history.Op, c *committed, n uint64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// presentForLists returns, for each list read (by op index) that began
+// after a delivery, the keys present at the resourceVersion it must
+// reflect: the largest delivered before it, capped at the committed
+// history's end. One forward walk per set serves them all.
+func (rd *watchReads) presentForLists(h *history.History) map[int][]string {
+	type at struct {
+		r watchRead
+		n uint64
+	}
+	var lists []at
+	for _, r := range rd.reads {
+		if r.key != "" {
+			continue
+		}
+		if d := rd.deliveredBefore(r.set, h.Ops[r.op].Invoke); d != nil {
+			lists = append(lists, at{r, min(d.rv, rd.committed[r.set].through)})
+		}
+	}
+	sort.SliceStable(lists, func(i, j int) bool { return lists[i].n < lists[j].n })
+	out := make(map[int][]string, len(lists))
+	cursors := map[watchSet]*stateCursor{}
+	for _, l := range lists {
+		cur := cursors[l.r.set]
+		if cur == nil {
+			cur = rd.committed[l.r.set].cursor()
+			cursors[l.r.set] = cur
+		}
+		for k := range cur.at(l.n) {
+			out[l.r.op] = append(out[l.r.op], k)
+		}
+	}
+	return out
 }
 
 func newWatchReads(h *history.History) (*watchReads, string) {

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/podsafe/podsafe/history"
@@ -161,7 +162,7 @@ func judgeStreams(ctx context.Context, h *history.History, opts Options) (f *str
 	}
 	st := &stopper{ctx: ctx}
 	for _, name := range names {
-		w := &watcherPass{f: f, opts: opts, delivered: map[uint64]bool{}}
+		w := &watcherPass{f: f, opts: opts}
 		for _, s := range byName[name] {
 			if st.stopped() {
 				f.cancelled = true
@@ -184,8 +185,8 @@ type watcherPass struct {
 	// posFrom says where pos came from, for evidence.
 	posFrom string
 	// delivered holds the resourceVersions of the events received since the
-	// watcher's last list.
-	delivered map[uint64]bool
+	// watcher's last list, increasing (an event is accepted only above pos).
+	delivered []uint64
 }
 
 func (w *watcherPass) stream(s *watchStream, c *committed) {
@@ -201,7 +202,7 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 	case ok:
 		w.pos, w.valid = from, true
 		w.posFrom = fmt.Sprintf("the RV stream %d started from", s.n)
-		clear(w.delivered)
+		w.delivered = w.delivered[:0]
 	default:
 		// Where this stream starts is unknown: judge nothing until the
 		// watcher lists again.
@@ -246,7 +247,7 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 		}
 		if rv <= w.pos {
 			switch {
-			case w.delivered[rv]:
+			case w.received(rv):
 				w.orderViolation(s, e, fmt.Sprintf("%s: it delivered %s, but the watcher had already received RV %s: a duplicate",
 					s, describeDelivery(e), e.RV))
 			case reported[rv]:
@@ -279,9 +280,16 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 			}
 		}
 		w.value(s, c, e, rv)
-		w.delivered[rv] = true
+		w.delivered = append(w.delivered, rv)
 		w.pos, w.posFrom = rv, fmt.Sprintf("the event at RV %d of stream %d", rv, s.n)
 	}
+}
+
+// received reports whether the watcher received an event at rv since its
+// last list.
+func (w *watcherPass) received(rv uint64) bool {
+	i := sort.Search(len(w.delivered), func(i int) bool { return w.delivered[i] >= rv })
+	return i < len(w.delivered) && w.delivered[i] == rv
 }
 
 // bookmark judges a bookmark at rv: every committed change up to rv must

@@ -306,9 +306,11 @@ type WatchEvent struct {
 	Key   string `json:"key,omitempty"`
 	Value string `json:"value,omitempty"`
 	RV    string `json:"rv,omitempty"`
-	// Error says why the request ended (close); empty when it ended
-	// cleanly (its timeout). Code is the HTTP status of an API error (410
-	// for Gone/Expired), 0 for a transport error or a clean end.
+	// Error says why the request ended (close): the API's or the
+	// transport's error, or the client's context's when the run ended it;
+	// empty when the stream just ended (its timeout, or a connection the
+	// client saw close). Code is the HTTP status of an API error (410 for
+	// Gone/Expired), 0 otherwise.
 	Error string `json:"error,omitempty"`
 	Code  int    `json:"code,omitempty"`
 	// T is set by the recorder: for an event, when the client received it.
