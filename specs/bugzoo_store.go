@@ -18,4 +18,17 @@ func init() {
 			NemesisInterval: Duration(800 * time.Millisecond), Duration: Duration(10 * time.Second),
 			Concurrency: 6, Seed: 2},
 	})
+	registerBug(Bug{
+		Name:        "read-skips-apply-wait",
+		Description: "the leader answers a linearizable read from its state machine without waiting for it to apply the commit index the read began at (breaks read-after-watch; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/raftstore/readSkipsApplyWait",
+		Guarantees:  []string{checker.GuaranteeReadAfterWatch},
+		Checker:     checker.ReadAfterWatchChecker,
+		// A slowed leader applies every change after the followers have
+		// streamed it to their watchers; the register's watchers read what
+		// they were delivered over other connections.
+		Scenario: Scenario{Workload: "register", Nemesis: []string{"slow-leader"},
+			NemesisInterval: Duration(500 * time.Millisecond), Duration: Duration(10 * time.Second),
+			Concurrency: 6, Seed: 2},
+	})
 }
