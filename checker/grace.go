@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -33,18 +34,14 @@ const PreStopRecordingSlack = 50 * time.Millisecond
 const minShutdown = 2 * time.Second
 
 // GraceReactionSlack is how long, in wall time, a kubelet may take to act
-// on a grace period a later deletion shortened, from the store's commit of
-// the change: the change reaches the kubelet by its pod watch only (the API
-// server's watch cache, then the informer; the kubelet has no periodic
-// resync), which takes milliseconds and a few hundred on a loaded machine.
-// A full second is generous; faults that could delay the kubelet longer
-// are not judged at all.
+// on a deletion's grace period, from the store's commit of it or from the
+// kill's start, whichever is later: the change reaches the kubelet by its
+// pod watch only (the API server's watch cache, then the informer; the
+// kubelet has no periodic resync), which takes milliseconds and a few
+// hundred on a loaded machine, and a timer of the scaled clock fires a
+// scheduling delay late. A full second is generous; faults that could
+// delay the kubelet longer are not judged at all.
 const GraceReactionSlack = time.Second
-
-// shortenedExtra is what a kill may take, in scaled time, past a shortened
-// grace deadline besides the reaction: GP-3's 2 s between TERM and KILL and
-// LC-11's one preStop extension.
-const shortenedExtra = minShutdown + 2*time.Second
 
 // CheckGrace judges every container kill in the ledger against GP-R's
 // safety bound. A kill begins at its preStop hook's start, or at TERM when
@@ -76,18 +73,25 @@ const shortenedExtra = minShutdown + 2*time.Second
 // existed at the kill): then the kubelet computed the grace wrongly (GP-1)
 // and the kill is Illegal.
 //
-// The upper bound (PS-3, GP-5): once the store shows a terminating pod's
-// deletionGracePeriodSeconds shortened to g, committed at t, the kill under
-// way must end (KILL, or the container's exit) by max(t, the kill's start) +
-// g + 4 s (GP-3's 2 s after TERM and LC-11's preStop extension) +
-// GraceReactionSlack of wall time for the change to reach the kubelet. A
-// kill whose TERM or KILL the kubelet stated with a grace of at most g
-// learned the change, and a kill that ended before t had nothing to learn:
-// neither is judged; nor is one while a fault (a paused, killed or cut-off
-// component, a skewed clock, a failpoint) overlaps the window from t to its
-// end, since any fault may delay the kubelet.
+// The upper bound (LC-11, PS-4, and PS-3, GP-5 for a shortened grace):
+// once the store shows the pod terminating with deletionGracePeriodSeconds
+// g > 0, committed at t (its first graceful deletion, or a later one that
+// shortened the grace), a kill under way then or begun after must send TERM
+// by D = max(the kill's start + g, t) + GraceReactionSlack of wall time, and
+// end (KILL, or the container's exit) by D + 2 s. The kubelet learns of the
+// grace by t + the slack at the latest, abandons a preStop hook still
+// running at the deadline start + g (at once if that is already past),
+// sends TERM, and KILLs at max(deadline, TERM + 2 s): GP-3's 2 s window
+// after TERM is LC-11's one extension of a hanging hook, as upstream
+// killContainer has it, never more time for the hook. The slack covers
+// every delay of one kill together (watch, scheduling, timers). A kill that
+// ended before t (or sent TERM before t, for the TERM bound) had nothing to
+// learn and is not judged; nor is one while a fault (a paused, killed or
+// cut-off component, a skewed clock, a failpoint) overlaps the window from
+// t to its end, since any fault may delay the kubelet, nor an orphan's kill
+// begun after the object was gone (LC-13: its grace is the kubelet's own).
 //
-// It is pure, O(n log n) in the ledger and API history plus one pass over
+// It is pure, O(n log n) in the ledger and API history plus two passes over
 // the store, and answers Unknown when ctx ends or opts.Timeout passes
 // first.
 func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
@@ -101,11 +105,12 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	res.Stats.Ops = len(attempts)
 	idx := newDeletionIndex(h.API)
 	facts := newGraceFacts(h.Store)
+	first := firstGraces(h.Store)
 	st := &stopper{ctx: ctx}
 
 	var illegal, undecided []Evidence
 	nIllegal, nUndecided, unjudged, unbounded, retries := 0, 0, 0, 0, 0
-	var shortened shortenedCounts
+	var upper upperCounts
 	uids := map[string]bool{}
 	for _, a := range attempts {
 		if st.stopped() {
@@ -117,7 +122,7 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 		}
 		j := judgeKill(ledger, idx, facts, a, firstSeen[a.key])
 		if j.verdict != Illegal {
-			if late, ok := lateKill(h, a, facts, &shortened); ok {
+			if late, ok := lateKill(h, a, facts, first, &upper); ok {
 				res.Stats.Checked++
 				nIllegal++
 				if len(illegal) < opts.maxEvidence() {
@@ -159,11 +164,11 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	if unjudged > 0 {
 		notes = append(notes, fmt.Sprintf("%s not judged: neither a deletion nor the ledger gives the grace", count(unjudged, "kill")))
 	}
-	if shortened.judged > 0 {
-		notes = append(notes, fmt.Sprintf("%s held to a grace a later deletion shortened (PS-3, GP-5)", count(shortened.judged, "kill")))
+	if upper.judged > 0 {
+		notes = append(notes, fmt.Sprintf("%s held to TERM by the deletion's deadline and KILL 2 s after it (LC-11; PS-3, GP-5 when shortened)", count(upper.judged, "kill")))
 	}
-	if shortened.faulted > 0 {
-		notes = append(notes, fmt.Sprintf("%s of a shortened grace not held to it: a fault overlapped", count(shortened.faulted, "kill")))
+	if upper.faulted > 0 {
+		notes = append(notes, fmt.Sprintf("%s not held to some deletion's deadline: a fault overlapped", count(upper.faulted, "kill")))
 	}
 	suffix := ""
 	if len(notes) > 0 {
@@ -456,87 +461,134 @@ func termProblem(ledger []history.LedgerEntry, a killAttempt, start history.Ledg
 		at(ledger, a.term), seconds(term.Scaled.Sub(start.Scaled)), at(ledger, a.preStopStart), at(ledger, a.preStopEnd), g.g)
 }
 
-// shortenedCounts counts the kills the upper bound judged, and those it
-// left alone for a fault.
-type shortenedCounts struct{ judged, faulted int }
+// upperCounts counts the kills the upper bound judged, and those it left
+// alone for a fault.
+type upperCounts struct{ judged, faulted int }
 
-// lateKill applies the upper bound of a shortened grace to kill a (see
-// CheckGrace) and returns the evidence of the first shortening whose
-// deadline it overran.
-func lateKill(h *history.History, a killAttempt, facts *graceFacts, n *shortenedCounts) (Evidence, bool) {
+// firstGraces returns, per pod UID, the store's first version of the pod
+// terminating: its deletionGracePeriodSeconds, committed at t (0: force
+// deleted, which bounds nothing). Only the first version carrying the field
+// of each object (a name between its DELETED events) is decoded.
+func firstGraces(store []history.StoreEvent) map[string]graceChange {
+	out := map[string]graceChange{}
+	seen := map[string]bool{} // namespace/name → its terminating version was read
+	for _, ev := range store {
+		if ev.Resource != "pods" {
+			continue
+		}
+		name := podRef(ev.Namespace, ev.Name)
+		switch {
+		case ev.Type == history.StoreDeleted:
+			delete(seen, name)
+			continue
+		case seen[name] || !bytes.Contains(ev.Object, []byte(`"deletionGracePeriodSeconds"`)):
+			continue
+		}
+		var p poPod
+		if poDecode(ev.Object, &p) != nil || p.Metadata.UID == "" || p.Metadata.DeletionGracePeriodSeconds == nil {
+			continue
+		}
+		seen[name] = true
+		if _, ok := out[p.Metadata.UID]; !ok {
+			out[p.Metadata.UID] = graceChange{t: ev.T, to: *p.Metadata.DeletionGracePeriodSeconds, rv: ev.RV, event: name}
+		}
+	}
+	return out
+}
+
+// lateKill applies the upper bound of a deletion's grace to kill a (see
+// CheckGrace) and returns the evidence of the first grace in the store whose
+// deadline its TERM or its end overran.
+func lateKill(h *history.History, a killAttempt, facts *graceFacts, first map[string]graceChange, n *upperCounts) (Evidence, bool) {
 	pf := facts.pods[a.uid]
-	if pf == nil || len(pf.shortened) == 0 {
+	ledger := h.Ledger
+	if pf == nil || pf.gone <= ledger[a.start()].T {
+		return Evidence{}, false // no store record, or an orphan's kill (LC-13)
+	}
+	var changes []graceChange
+	if f, ok := first[a.uid]; ok && f.to > 0 {
+		changes = append(changes, f)
+	}
+	changes = append(changes, pf.shortened...)
+	if len(changes) == 0 {
 		return Evidence{}, false
 	}
-	ledger := h.Ledger
 	endAt := a.kill
 	if endAt < 0 || (a.end >= 0 && a.end < endAt) {
 		endAt = a.end
 	}
-	if endAt < 0 {
-		return Evidence{}, false // the history does not show the kill's end
-	}
-	start, end := ledger[a.start()], ledger[endAt]
-	counted, faulted := false, false
-	for _, ch := range pf.shortened {
-		if ch.t >= end.T || learned(ledger, a, ch.to) {
-			continue
-		}
-		if faultDuring(h.Nemesis, ch.t, end.T) {
-			faulted = true
-			continue
-		}
-		counted = true
-		took := end.Scaled.Sub(start.Scaled)
+	start := ledger[a.start()]
+	judged, faulted := false, false
+	for _, ch := range changes {
 		grace := time.Duration(ch.to) * time.Second
-		if took <= grace+shortenedExtra+GraceTolerance || end.T <= start.T {
-			continue
-		}
-		// The node's clock rate against the recorder's, from the kill
-		// itself: no fault skewed it in between.
-		rate := float64(took) / float64(end.T-start.T)
-		ref := max(ch.t, start.T)
-		bound := time.Duration(float64(ref-start.T+GraceReactionSlack.Nanoseconds())*rate) + grace + shortenedExtra
-		if took <= bound+GraceTolerance {
-			continue
-		}
-		what := "KILL"
-		if endAt != a.kill {
-			// Without a KILL, the kubelet must be seen alive past the
-			// bound: one stopped with the cluster kills nothing more.
-			if !kubeletAlive(h.API, a.node, start.T+int64(float64(bound)/rate), end.T) {
+		// TERM by D, the end by D + 2 s (see CheckGrace).
+		for _, b := range []struct {
+			i     int
+			extra time.Duration
+		}{{a.term, 0}, {endAt, minShutdown}} {
+			if b.i < 0 || b.i < a.start() || ch.t >= ledger[b.i].T {
 				continue
 			}
-			what = "the container's exit"
+			e := ledger[b.i]
+			if faultDuring(h.Nemesis, ch.t, e.T) {
+				faulted = true
+				continue
+			}
+			judged = true
+			took := e.Scaled.Sub(start.Scaled)
+			if took <= grace+b.extra+GraceTolerance || e.T <= start.T {
+				continue
+			}
+			// The node's clock rate against the recorder's, from the kill
+			// itself: no fault skewed it in between. The bound, from the
+			// kill's start: max(g, t - start) + slack + extra.
+			rate := float64(took) / float64(e.T-start.T)
+			learn := time.Duration(float64(ch.t-start.T) * rate)
+			bound := max(grace, learn) + time.Duration(float64(GraceReactionSlack)*rate) + b.extra
+			if took <= bound+GraceTolerance {
+				continue
+			}
+			what := "TERM"
+			switch {
+			case b.i == a.kill:
+				what = "KILL"
+			case b.i != a.term:
+				// Without a KILL, the kubelet must be seen alive past the
+				// bound: one stopped with the cluster kills nothing more.
+				if !kubeletAlive(h.API, a.node, start.T+int64(float64(bound)/rate), e.T) {
+					continue
+				}
+				what = "the container's exit"
+			}
+			n.judged++
+			if faulted {
+				n.faulted++
+			}
+			change := fmt.Sprintf("the store marked the pod terminating with a grace of %d s at t=%s (rv %s)", ch.to, nanos(ch.t), ch.rv)
+			if ch.from > 0 {
+				change = fmt.Sprintf("the store shortened the pod's grace from %d s to %d s at t=%s (rv %s)", ch.from, ch.to, nanos(ch.t), ch.rv)
+			}
+			limit := fmt.Sprintf("max(start + %d s, that) + %s of wall time to react", ch.to, seconds(GraceReactionSlack))
+			if b.extra > 0 {
+				limit += fmt.Sprintf(" + %s (GP-3, LC-11)", seconds(b.extra))
+			}
+			return Evidence{
+				Key: podRef(a.namespace, a.pod),
+				Description: fmt.Sprintf("container %q of pod %s (UID %s) on node %s: %s, yet %s at %s came %s after the kill began at %s, later than %s = %s after the start (LC-11, PS-4; PS-3, GP-5); the kubelet stated a grace of %d s",
+					a.container, podRef(a.namespace, a.pod), a.uid, a.node, change, what, at(ledger, b.i),
+					seconds(took), at(ledger, a.start()), limit, seconds(bound), statedGrace(ledger, a)),
+				Ledger: ledgerEntries(ledger, a.preStopStart, a.preStopEnd, a.term, a.kill, a.end),
+				API:    apiCalls(h.API, shorteningCalls(h.API, a, ch)...),
+			}, true
 		}
-		n.judged++
-		return Evidence{
-			Key: podRef(a.namespace, a.pod),
-			Description: fmt.Sprintf("container %q of pod %s (UID %s) on node %s: the store shortened the pod's grace from %d s to %d s at t=%s (rv %s), yet %s at %s came %s after the kill began at %s, later than max(shortened, start) + %d s + %s (GP-3, LC-11) + %s of wall time to react = %s after the start (PS-3, GP-5); the kubelet stated a grace of %d s",
-				a.container, podRef(a.namespace, a.pod), a.uid, a.node, ch.from, ch.to, nanos(ch.t), ch.rv, what, at(ledger, endAt),
-				seconds(took), at(ledger, a.start()), ch.to, seconds(shortenedExtra), seconds(GraceReactionSlack), seconds(bound), statedGrace(ledger, a)),
-			Ledger: ledgerEntries(ledger, a.preStopStart, a.preStopEnd, a.term, a.kill, a.end),
-			API:    apiCalls(h.API, shorteningCalls(h.API, a, ch)...),
-		}, true
 	}
-	switch {
-	case counted:
+	if judged {
 		n.judged++
-	case faulted:
+	}
+	if faulted {
 		n.faulted++
 	}
 	return Evidence{}, false
-}
-
-// learned reports whether the kubelet stated, on a's TERM or KILL, a grace
-// of at most g: it knew of the shortening.
-func learned(ledger []history.LedgerEntry, a killAttempt, g int64) bool {
-	for _, i := range []int{a.term, a.kill} {
-		if i >= 0 && ledger[i].Grace > 0 && ledger[i].Grace <= g {
-			return true
-		}
-	}
-	return false
 }
 
 // statedGrace is the grace the kubelet stated last for kill a (0: none).
