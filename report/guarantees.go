@@ -96,6 +96,10 @@ var catalogue = []Guarantee{
 	{"TS-12", "TS", "domains are known only from existing nodes"},
 	{"TS-E", "TS", "worked examples as test vectors"},
 	{"STORE-LIN", "STORE", "the object store is linearizable"},
+	{"STORE-WATCH-ORDER", "STORE", "watch streams follow the committed history: in order, no gap, no duplicate, resumed exactly"},
+	{"STORE-WATCH-VALUE", "STORE", "every watch event is the change committed at its resourceVersion"},
+	{"STORE-READ-AFTER-WATCH", "STORE", "a read that begins after a watch delivered resourceVersion N reflects every write up to N"},
+	{"STORE-LIST", "STORE", "a list at resourceVersion R is exactly the committed state at R"},
 }
 
 var catalogueIndex = func() map[string]int {

@@ -21,13 +21,14 @@ func TestCatalogue(t *testing.T) {
 		}
 	}
 	// Every ID the guarantees document defines, and the store's.
-	for _, id := range []string{"LC-1", "LC-14", "PS-1", "PS-17", "PS-T", "GP-1", "GP-7", "GP-R", "PR-1", "PR-15", "TS-1", "TS-12", "TS-E", "STORE-LIN"} {
+	for _, id := range []string{"LC-1", "LC-14", "PS-1", "PS-17", "PS-T", "GP-1", "GP-7", "GP-R", "PR-1", "PR-15", "TS-1", "TS-12", "TS-E", "STORE-LIN",
+		"STORE-WATCH-ORDER", "STORE-WATCH-VALUE", "STORE-READ-AFTER-WATCH", "STORE-LIST"} {
 		if !seen[id] {
 			t.Errorf("%s missing from the catalogue", id)
 		}
 	}
-	if n := len(seen); n != 14+18+8+15+13+1 {
-		t.Errorf("catalogue has %d IDs, want %d", n, 14+18+8+15+13+1)
+	if n := len(seen); n != 14+18+8+15+13+5 {
+		t.Errorf("catalogue has %d IDs, want %d", n, 14+18+8+15+13+5)
 	}
 	// Every guarantee a checker names is in the catalogue.
 	for _, c := range checker.Catalog() {

@@ -100,6 +100,10 @@ func checkerNames(rs []checker.Result) []string {
 
 var judged = []judgedBy{
 	{id: checker.GuaranteeStoreLin, run: "store", what: "register operations stay linearizable under partitions"},
+	{id: checker.GuaranteeWatchOrder, run: "store", what: "watch streams follow the committed history without gap or duplicate and resume where they left off"},
+	{id: checker.GuaranteeWatchValue, run: "store", what: "every watch event is the change committed at its resourceVersion"},
+	{id: checker.GuaranteeReadAfterWatch, run: "store", what: "a read that begins after a watch delivery reflects it"},
+	{id: checker.GuaranteeList, run: "store", what: "a list is the committed state at its resourceVersion"},
 
 	{id: "LC-1", run: "lifecycle", what: "every recorded phase is one of the five"},
 	{id: "LC-2", run: "lifecycle", what: "phases follow exit codes and restart policies and never go back"},
