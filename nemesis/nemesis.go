@@ -14,6 +14,8 @@
 //   - pause: stopped processes (pause-kubelet, pause-controller,
 //     pause-scheduler);
 //   - clock: one component's clock (clock-skew, clock-jump, clock-strobe);
+//   - slow: a member's state machine applies late (slow-leader,
+//     slow-member), so followers stream changes the leader has not applied;
 //   - node: everything that hits one node (the node partitions,
 //     kill-kubelet, pause-kubelet, lose-node).
 //
