@@ -10,7 +10,14 @@
 // The register checker (CheckRegister, guarantee STORE-LIN) checks the
 // register workload's operations for linearizability with porcupine, one key
 // per partition, and WriteVisualization draws the result with the run's
-// faults as bands.
+// faults as bands. What the register's clients were shown besides their
+// own operations is judged against the store's committed history of the
+// register's keys: CheckWatchOrder (STORE-WATCH-ORDER: every watch stream in
+// order, without gap or duplicate, resumed exactly), CheckWatchValues
+// (STORE-WATCH-VALUE: each event is the change committed at its
+// resourceVersion), CheckReadAfterWatch (STORE-READ-AFTER-WATCH: a read that
+// begins after a delivery reflects it) and CheckLists (STORE-LIST: a list is
+// the state at its resourceVersion).
 //
 // Four checkers judge the pod lifecycle from the ledger, the oracle of what
 // really ran, and the recorded API calls: CheckAtMostOne (PS-1, PS-11, LC-3:

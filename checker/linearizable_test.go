@@ -373,7 +373,9 @@ func TestCheckRegisterCancel(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
 	res := CheckRegister(ctx, hardHistory(), Options{Timeout: time.Minute})
-	if res.Verdict != Unknown || !strings.Contains(res.Summary, "cancelled") {
+	// On a loaded machine the cancellation may come before the search
+	// starts ("not checked: context canceled") or during it ("cancelled").
+	if res.Verdict != Unknown || !strings.Contains(res.Summary, "cancel") {
 		t.Errorf("verdict %s (%s), want Unknown after cancellation", res.Verdict, res.Summary)
 	}
 	if d := time.Since(start); d > 10*time.Second {
