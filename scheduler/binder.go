@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +17,8 @@ import (
 // deletions and events.
 type binder struct {
 	client kubernetes.Interface
+	// lastEvent is the time part of the last Event name handed out.
+	lastEvent atomic.Int64
 }
 
 // bind posts pods/binding with the pod's UID as precondition; the API
@@ -50,28 +54,110 @@ func (b *binder) setNominatedNode(ctx context.Context, pod *corev1.Pod, node str
 	return nil
 }
 
-// setUnschedulable writes PodScheduled=False with the reason, once per
-// distinct message.
-func (b *binder) setUnschedulable(ctx context.Context, pod *corev1.Pod, msg string, now metav1.Time) error {
+// markUnscheduled writes PodScheduled=False with reason and message and,
+// when nominate is set, status.nominatedNodeName, in one status patch,
+// unless pod already shows both. The condition keeps its
+// lastTransitionTime while its status stays False, as kube-scheduler's
+// condition updates do. The patch is conditional on the
+// UID and resourceVersion of the version it was computed from, so it never
+// lands on a pod that was bound or replaced meanwhile: on a conflict it
+// reads the pod again and retries once against that version if it is
+// still pending.
+func (b *binder) markUnscheduled(ctx context.Context, pod *corev1.Pod, reason, msg string, nominate *string, now metav1.Time) error {
+	err := b.patchUnscheduled(ctx, pod, reason, msg, nominate, now)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	fresh, gerr := b.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if gerr != nil {
+		return fmt.Errorf("%w; reading it again: %w", err, gerr)
+	}
+	if fresh.UID != pod.UID || fresh.Spec.NodeName != "" || fresh.DeletionTimestamp != nil {
+		return nil
+	}
+	return b.patchUnscheduled(ctx, fresh, reason, msg, nominate, now)
+}
+
+func (b *binder) patchUnscheduled(ctx context.Context, pod *corev1.Pod, reason, msg string, nominate *string, now metav1.Time) error {
+	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg,
+		LastTransitionTime: now}
+	condChanged := true
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message == msg {
-			return nil
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		if c.Status == corev1.ConditionFalse {
+			cond.LastTransitionTime = c.LastTransitionTime
+			condChanged = c.Reason != reason || c.Message != msg
 		}
 	}
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-		Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now}
+	status := map[string]any{}
+	if condChanged {
+		status["conditions"] = []corev1.PodCondition{cond}
+	}
+	if nominate != nil && *nominate != pod.Status.NominatedNodeName {
+		status["nominatedNodeName"] = *nominate
+	}
+	if len(status) == 0 {
+		return nil
+	}
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
+		"status":   status,
 	})
 	if err != nil {
-		return fmt.Errorf("encoding condition patch: %w", err)
+		return fmt.Errorf("encoding status patch: %w", err)
 	}
 	_, err = b.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("writing PodScheduled of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// noteLengthLimit bounds an Event's message, as the API validates it.
+const noteLengthLimit = 1024
+
+// recordFailedScheduling writes a Warning Event FailedScheduling on a pod
+// that stays pending after a cycle, with the cycle's message: one per
+// failed attempt, so the queue's back-off bounds their rate.
+func (b *binder) recordFailedScheduling(ctx context.Context, pod *corev1.Pod, msg string, now metav1.Time) error {
+	if len(msg) > noteLengthLimit {
+		msg = msg[:noteLengthLimit-4] + " ..."
+	}
+	ev := b.event(pod, now, corev1.EventTypeWarning, "FailedScheduling", msg)
+	if _, err := b.client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("recording failed scheduling of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// event builds an Event on pod. Its name is the pod's and the time, as
+// client-go's recorder names them, made unique within this binder even
+// when the clock stands still.
+func (b *binder) event(pod *corev1.Pod, now metav1.Time, typ, reason, msg string) *corev1.Event {
+	nanos := now.UnixNano()
+	for {
+		last := b.lastEvent.Load()
+		if nanos <= last {
+			nanos = last + 1
+		}
+		if b.lastEvent.CompareAndSwap(last, nanos) {
+			break
+		}
+	}
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, nanos)},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace,
+			Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Reason:         reason,
+		Message:        msg,
+		Type:           typ,
+		Source:         corev1.EventSource{Component: "scheduler"},
+		FirstTimestamp: now,
+		LastTimestamp:  now,
+		Count:          1,
+	}
 }
 
 // evict deletes a victim gracefully with its own grace period (PR-6): no
@@ -90,19 +176,8 @@ func (b *binder) evict(ctx context.Context, victim *corev1.Pod) error {
 
 // recordPreempted writes an Event on the victim (PR-15).
 func (b *binder) recordPreempted(ctx context.Context, victim, preemptor *corev1.Pod, node string, now metav1.Time) error {
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: victim.Namespace, Name: fmt.Sprintf("%s.%x", victim.Name, now.UnixNano())},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: victim.Namespace,
-			Name: victim.Name, UID: victim.UID},
-		Reason: "Preempted",
-		Message: fmt.Sprintf("Preempted by pod %s/%s (uid %s, priority %d) on node %s",
-			preemptor.Namespace, preemptor.Name, preemptor.UID, priorityOf(preemptor), node),
-		Type:           corev1.EventTypeNormal,
-		Source:         corev1.EventSource{Component: "scheduler"},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-	}
+	ev := b.event(victim, now, corev1.EventTypeNormal, "Preempted", fmt.Sprintf("Preempted by pod %s/%s (uid %s, priority %d) on node %s",
+		preemptor.Namespace, preemptor.Name, preemptor.UID, priorityOf(preemptor), node))
 	if _, err := b.client.CoreV1().Events(victim.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("recording preemption of %s/%s: %w", victim.Namespace, victim.Name, err)
 	}

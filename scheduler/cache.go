@@ -17,14 +17,17 @@ type Cache struct {
 	mu    sync.Mutex
 	nodes map[string]*framework.NodeInfo
 	pods  map[types.UID]string // pod -> node it is counted on
-	gen   int64
+	// assumed marks the pods counted only because this scheduler is
+	// binding them; the informer's version of a pod replaces the mark.
+	assumed map[types.UID]bool
+	gen     int64
 	// removed is set when a node went away since the last snapshot.
 	removed bool
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]string{}}
+	return &Cache{nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]string{}, assumed: map[types.UID]bool{}}
 }
 
 func (c *Cache) infoLocked(name string) *framework.NodeInfo {
@@ -52,20 +55,48 @@ func (c *Cache) RemoveNode(name string) {
 	if ni, ok := c.nodes[name]; ok {
 		for _, pi := range ni.Pods {
 			delete(c.pods, pi.Pod.UID)
+			delete(c.assumed, pi.Pod.UID)
 		}
 		delete(c.nodes, name)
 		c.removed = true
 	}
 }
 
-// SetPod counts a bound (or assumed) pod on node, replacing any earlier
-// version of it.
+// SetPod counts a bound pod, as the informer shows it, on node, replacing
+// any earlier version of it, assumed or not.
 func (c *Cache) SetPod(pod *corev1.Pod, node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setPodLocked(pod, node)
+}
+
+func (c *Cache) setPodLocked(pod *corev1.Pod, node string) {
 	c.removePodLocked(pod.UID)
 	c.infoLocked(node).AddPod(framework.NewPodInfo(pod))
 	c.pods[pod.UID] = node
+}
+
+// AssumePod counts a pod on the node it is being bound to, before the
+// binding lands, so the next cycle sees the room as taken.
+func (c *Cache) AssumePod(pod *corev1.Pod, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setPodLocked(pod, node)
+	c.assumed[pod.UID] = true
+}
+
+// ForgetPod stops counting a pod whose binding failed, if it is still only
+// assumed: when the informer has shown the pod bound meanwhile (a binding
+// whose answer was lost may well have landed), that version stays counted.
+// It reports whether the pod was forgotten.
+func (c *Cache) ForgetPod(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.assumed[uid] {
+		return false
+	}
+	c.removePodLocked(uid)
+	return true
 }
 
 // RemovePod stops counting a pod.
@@ -76,6 +107,7 @@ func (c *Cache) RemovePod(uid types.UID) {
 }
 
 func (c *Cache) removePodLocked(uid types.UID) {
+	delete(c.assumed, uid)
 	node, ok := c.pods[uid]
 	if !ok {
 		return

@@ -111,10 +111,34 @@ func (q *Queue) Done(uid types.UID) {
 func (q *Queue) Requeue(uid types.UID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	qp, ok := q.pods[uid]
-	if !ok || qp.where != inFlight {
+	if qp, ok := q.pods[uid]; ok && qp.where == inFlight {
+		q.backoffLocked(qp)
+	}
+}
+
+// AddUnschedulableIfNotPresent puts a popped pod whose cycle failed into
+// back-off, as Requeue, with pod (the informer's latest version) as its
+// object. A pod the queue no longer knows, because its entry was dropped
+// while the cycle ran, is queued again in back-off rather than lost; a pod
+// already queued again by an informer event keeps its place.
+func (q *Queue) AddUnschedulableIfNotPresent(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qp, ok := q.pods[pod.UID]
+	switch {
+	case !ok:
+		q.seq++
+		qp = &QueuedPod{Pod: pod, Added: q.clock.Now(), priority: corev1helpers.PodPriority(pod), seq: q.seq}
+		q.pods[pod.UID] = qp
+	case qp.where != inFlight:
 		return
 	}
+	qp.Pod = pod
+	qp.priority = corev1helpers.PodPriority(pod)
+	q.backoffLocked(qp)
+}
+
+func (q *Queue) backoffLocked(qp *QueuedPod) {
 	qp.Attempts++
 	d := q.initial
 	for i := 1; i < qp.Attempts && d < q.limit; i++ {

@@ -61,3 +61,58 @@ func TestQueueOrderAndBackoff(t *testing.T) {
 		t.Errorf("popped before the doubled back-off ended")
 	}
 }
+
+// TestQueueAddUnschedulableIfNotPresent: a failed cycle puts the popped pod
+// into back-off with the informer's version; a pod whose entry went away
+// during the cycle is queued again rather than lost; a pod an informer
+// event queued again keeps its place.
+func TestQueueAddUnschedulableIfNotPresent(t *testing.T) {
+	type state struct {
+		Len      int
+		Attempts int
+		Where    place
+		Label    string
+	}
+	pod := st.MakePod().Name("p").Priority(1).Obj()
+	fresh := st.MakePod().Name("p").Priority(1).Label("version", "fresh").Obj()
+	for _, tc := range []struct {
+		name  string
+		setup func(q *Queue)
+		want  state
+	}{
+		{
+			name:  "in flight: backs off with the fresh version",
+			setup: func(q *Queue) {},
+			want:  state{Len: 1, Attempts: 1, Where: inBackoff, Label: "fresh"},
+		},
+		{
+			name:  "dropped during the cycle: queued again in back-off",
+			setup: func(q *Queue) { q.Delete(pod.UID) },
+			want:  state{Len: 1, Attempts: 1, Where: inBackoff, Label: "fresh"},
+		},
+		{
+			name: "queued again by the informer: keeps its place",
+			setup: func(q *Queue) {
+				q.Delete(pod.UID)
+				q.AddOrUpdate(pod)
+			},
+			want: state{Len: 1, Attempts: 0, Where: inActive, Label: ""},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			q := NewQueue(clk, time.Second, 10*time.Second)
+			q.AddOrUpdate(pod)
+			if _, err := q.Pop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(q)
+			q.AddUnschedulableIfNotPresent(fresh)
+			qp := q.pods[pod.UID]
+			got := state{Len: q.Len(), Attempts: qp.Attempts, Where: qp.where, Label: qp.Pod.Labels["version"]}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("queue entry (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -12,6 +12,58 @@ import (
 	"github.com/podsafe/podsafe/scheduler/framework"
 )
 
+// ScheduleOne takes the next pod from the queue and tries to place it: bind
+// it, or preempt for it and requeue it, or requeue it after back-off. A
+// pod the scheduler still has, pending, always ends in one of these, never
+// dropped (see handleSchedulingFailure).
+func (s *Scheduler) ScheduleOne(ctx context.Context) {
+	qp, err := s.queue.Pop(ctx)
+	if err != nil {
+		return
+	}
+	pod := qp.Pod
+	if _, counted := s.cache.PodNode(pod.UID); counted {
+		s.queue.Done(pod.UID)
+		return
+	}
+	if node := s.nominator.NodeOf(pod.UID); node != "" && pod.Status.NominatedNodeName != node {
+		// The informer has not shown this scheduler's nomination yet; the
+		// cycle must see it, or preemption would choose victims again while
+		// the first ones are still terminating.
+		pod = pod.DeepCopy()
+		pod.Status.NominatedNodeName = node
+	}
+	s.cache.UpdateSnapshot(s.snapshot)
+	s.fw.SetSnapshot(s.snapshot)
+	state := framework.NewCycleState()
+	res, err := s.algo.schedule(ctx, state, pod)
+	if err != nil {
+		s.handleScheduleError(ctx, state, pod, err)
+		return
+	}
+	// Count the pod on its node before the binding lands, so the next cycle
+	// sees the room as taken.
+	s.cache.AssumePod(pod, res.Node)
+	if err := s.binder.bind(ctx, pod, res.Node); err != nil {
+		// Whatever the error (a 404 or 409 from a store that lags behind
+		// the informer, a timeout whose binding may or may not have
+		// landed, a 5xx), the informer decides what happens to the pod,
+		// as in kube-scheduler's handleBindingCycleError: the assumption
+		// is forgotten, and a pod still pending is retried after back-off.
+		s.cache.ForgetPod(pod.UID)
+		s.log.Warn("binding failed", "pod", klogRef(pod), "node", res.Node, "err", err)
+		s.handleSchedulingFailure(ctx, pod, corev1.PodReasonSchedulerError, err.Error(), nil)
+		return
+	}
+	s.queue.Done(pod.UID)
+	s.nominator.Delete(pod.UID)
+	s.log.Debug("pod bound", "pod", klogRef(pod), "node", res.Node,
+		"evaluated_nodes", res.EvaluatedNodes, "feasible_nodes", res.FeasibleNodes)
+	// A higher-priority pod took the node: lower-priority nominations there
+	// are void and those pods may look elsewhere (PR-5).
+	s.clearLowerNominations(ctx, pod, res.Node)
+}
+
 // minFeasibleNodesToFind is the fewest feasible nodes searched for before
 // the search may stop early.
 const minFeasibleNodesToFind = 100
@@ -21,22 +73,42 @@ type FitError struct {
 	Pod      *corev1.Pod
 	NumNodes int
 	Statuses framework.NodeToStatus
+	// PreFilterMsg is the rejection of a PreFilter plugin, which applies to
+	// every node; empty when the filters ran.
+	PreFilterMsg string
+	// PostFilterMsg says why preemption did not help; empty when it did or
+	// did not run.
+	PostFilterMsg string
 }
 
-// Error summarizes the rejection reasons with their node counts.
+// Error summarizes the rejection as kube-scheduler words it: "0/3 nodes are
+// available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)." with
+// each reason counted over the nodes, or the PreFilter's rejection, then
+// preemption's message.
 func (e *FitError) Error() string {
-	counts := map[string]int{}
-	for _, st := range e.Statuses {
-		for _, r := range st.Reasons() {
-			counts[r]++
+	msg := fmt.Sprintf("0/%d nodes are available:", e.NumNodes)
+	if e.PreFilterMsg != "" {
+		msg += " " + e.PreFilterMsg + "."
+	} else {
+		counts := map[string]int{}
+		for _, st := range e.Statuses {
+			for _, r := range st.Reasons() {
+				counts[r]++
+			}
+		}
+		var parts []string
+		for r, n := range counts {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+		sort.Strings(parts)
+		if len(parts) > 0 {
+			msg += " " + strings.Join(parts, ", ") + "."
 		}
 	}
-	var parts []string
-	for r, n := range counts {
-		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	if e.PostFilterMsg != "" {
+		msg += " " + e.PostFilterMsg + "."
 	}
-	sort.Strings(parts)
-	return fmt.Sprintf("0/%d nodes are available: %s", e.NumNodes, strings.Join(parts, ", "))
+	return msg
 }
 
 // ScheduleResult is where a pod should go.
@@ -66,7 +138,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		if st.Code() == framework.Error {
 			return ScheduleResult{}, fmt.Errorf("running PreFilter for pod %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
 		}
-		fe := &FitError{Pod: pod, NumNodes: len(nodes), Statuses: framework.NodeToStatus{}}
+		fe := &FitError{Pod: pod, NumNodes: len(nodes), Statuses: framework.NodeToStatus{}, PreFilterMsg: st.Message()}
 		for _, ni := range nodes {
 			fe.Statuses[ni.Node().Name] = st
 		}

@@ -9,7 +9,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -18,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -26,7 +24,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/podtopologyspread"
@@ -38,6 +35,7 @@ type Scheduler struct {
 	log       *slog.Logger
 	client    kubernetes.Interface
 	factory   informers.SharedInformerFactory
+	podLister corelisters.PodLister
 	pdbLister policylisters.PodDisruptionBudgetLister
 	nsLister  corelisters.NamespaceLister
 	// workloads are the listers of the Services and controllers default
@@ -81,6 +79,7 @@ func New(cfg Config) (*Scheduler, error) {
 		snapshot:  framework.NewEmptySnapshot(),
 		binder:    &binder{client: client},
 	}
+	s.podLister = s.factory.Core().V1().Pods().Lister()
 	s.pdbLister = s.factory.Policy().V1().PodDisruptionBudgets().Lister()
 	s.nsLister = s.factory.Core().V1().Namespaces().Lister()
 	if cfg.PodTopologySpread.DefaultSelector == nil {
@@ -301,125 +300,6 @@ func (s *Scheduler) onNodeDelete(obj any) {
 	}
 	if node, ok := obj.(*corev1.Node); ok {
 		s.cache.RemoveNode(node.Name)
-	}
-}
-
-// ScheduleOne takes the next pod from the queue and tries to place it: bind
-// it, or preempt for it and requeue it, or requeue it after back-off.
-func (s *Scheduler) ScheduleOne(ctx context.Context) {
-	qp, err := s.queue.Pop(ctx)
-	if err != nil {
-		return
-	}
-	pod := qp.Pod
-	if _, counted := s.cache.PodNode(pod.UID); counted {
-		s.queue.Done(pod.UID)
-		return
-	}
-	if node := s.nominator.NodeOf(pod.UID); node != "" && pod.Status.NominatedNodeName != node {
-		// The informer has not shown this scheduler's nomination yet; the
-		// cycle must see it, or preemption would choose victims again while
-		// the first ones are still terminating.
-		pod = pod.DeepCopy()
-		pod.Status.NominatedNodeName = node
-	}
-	s.cache.UpdateSnapshot(s.snapshot)
-	s.fw.SetSnapshot(s.snapshot)
-	state := framework.NewCycleState()
-	res, err := s.algo.schedule(ctx, state, pod)
-	if err != nil {
-		s.handleFailure(ctx, state, pod, err)
-		return
-	}
-	// Count the pod on its node before the binding lands, so the next cycle
-	// sees the room as taken.
-	s.cache.SetPod(pod, res.Node)
-	if err := s.binder.bind(ctx, pod, res.Node); err != nil {
-		s.cache.RemovePod(pod.UID)
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Bound already, being deleted, or gone: nothing left to do.
-			s.log.Info("pod not bound", "pod", klogRef(pod), "node", res.Node, "err", err)
-			s.queue.Done(pod.UID)
-			return
-		}
-		s.log.Warn("binding failed", "pod", klogRef(pod), "node", res.Node, "err", err)
-		s.queue.Requeue(pod.UID)
-		return
-	}
-	s.queue.Done(pod.UID)
-	s.nominator.Delete(pod.UID)
-	s.log.Debug("pod bound", "pod", klogRef(pod), "node", res.Node,
-		"evaluated_nodes", res.EvaluatedNodes, "feasible_nodes", res.FeasibleNodes)
-	// A higher-priority pod took the node: lower-priority nominations there
-	// are void and those pods may look elsewhere (PR-5).
-	s.clearLowerNominations(ctx, pod, res.Node)
-}
-
-func (s *Scheduler) handleFailure(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, err error) {
-	defer s.queue.Requeue(pod.UID)
-	var fe *FitError
-	if !errors.As(err, &fe) {
-		s.log.Warn("scheduling failed", "pod", klogRef(pod), "err", err)
-		return
-	}
-	msg := fe.Error()
-	if s.fw.HasPostFilterPlugins() {
-		res, st := s.fw.RunPostFilterPlugins(ctx, state, pod, fe.Statuses)
-		if st.IsSuccess() && res != nil {
-			s.preempt(ctx, pod, res)
-			return
-		}
-		msg += "; " + st.Message()
-	}
-	s.log.Debug("pod unschedulable", "pod", klogRef(pod), "reason", msg)
-	if err := s.binder.setUnschedulable(ctx, pod, msg, metav1.NewTime(s.cfg.Clock.Now())); err != nil && ctx.Err() == nil {
-		s.log.Debug("writing unschedulable condition", "pod", klogRef(pod), "err", err)
-	}
-}
-
-// preempt carries out a preemption decision: delete each victim gracefully
-// and record an Event on it, nominate the node for the preemptor, and void
-// lower-priority nominations to the same node.
-func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res *framework.PostFilterResult) {
-	node := res.NominatedNodeName
-	prio := corev1helpers.PodPriority(pod)
-	s.nominator.Set(pod, node)
-	now := metav1.NewTime(s.cfg.Clock.Now())
-	for _, v := range res.Victims {
-		if corev1helpers.PodPriority(v) >= framework.PreemptableBelow(prio) {
-			// Never reached: candidates hold only lower-priority pods (PR-10).
-			s.log.Error("refusing to preempt a pod of equal or higher priority", "victim", klogRef(v), "preemptor", klogRef(pod))
-			continue
-		}
-		if err := s.binder.evict(ctx, v); err != nil && !apierrors.IsNotFound(err) {
-			s.log.Warn("preempting victim", "victim", klogRef(v), "err", err)
-			continue
-		}
-		s.log.Info("preempted", "victim", klogRef(v), "victim_priority", corev1helpers.PodPriority(v),
-			"preemptor", klogRef(pod), "preemptor_priority", prio, "node", node)
-		if err := s.binder.recordPreempted(ctx, v, pod, node, now); err != nil {
-			s.log.Warn("recording preemption event", "victim", klogRef(v), "err", err)
-		}
-	}
-	if pod.Status.NominatedNodeName != node {
-		if err := s.binder.setNominatedNode(ctx, pod, node); err != nil {
-			s.log.Warn("nominating node", "pod", klogRef(pod), "node", node, "err", err)
-		}
-	}
-	s.clearLowerNominations(ctx, pod, node)
-}
-
-func (s *Scheduler) clearLowerNominations(ctx context.Context, pod *corev1.Pod, node string) {
-	prio := corev1helpers.PodPriority(pod)
-	for _, np := range s.nominator.ForNode(node) {
-		if np.Pod.UID == pod.UID || np.Priority >= prio {
-			continue
-		}
-		s.nominator.Delete(np.Pod.UID)
-		if err := s.binder.setNominatedNode(ctx, np.Pod, ""); err != nil && !apierrors.IsNotFound(err) {
-			s.log.Warn("clearing nomination", "pod", klogRef(np.Pod), "node", node, "err", err)
-		}
-		s.queue.Activate(np.Pod.UID)
 	}
 }
 
