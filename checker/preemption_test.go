@@ -158,6 +158,18 @@ func TestPreemptionRules(t *testing.T) {
 			c.n1 = smallNode("n1")
 			c.n1.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 		}, Illegal, []string{"PR-8", "taints"}},
+		{"PR-8 cordoned node (UnschedulableAndUnresolvable)", func(c *preemptCase) {
+			c.n1 = smallNode("n1")
+			c.n1.Spec.Unschedulable = true
+		}, Illegal, []string{"PR-8", "cordon"}},
+		{"PR-8 node affinity not met (UnschedulableAndUnresolvable)", func(c *preemptCase) {
+			c.preemptor.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}, Illegal, []string{"PR-8", "affinity"}},
+		{"PR-8 node affinity met", func(c *preemptCase) {
+			c.n1 = smallNode("n1")
+			c.n1.Labels["disk"] = "ssd"
+			c.preemptor.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}, Ok, nil},
 		{"PR-8 taint tolerated", func(c *preemptCase) {
 			c.n1 = smallNode("n1")
 			c.n1.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
@@ -207,6 +219,56 @@ func TestPreemptionRules(t *testing.T) {
 			c := base()
 			tc.edit(&c)
 			res := checkPreemption(t, c.history(t), tc.want, tc.words...)
+			if res.Stats.Checked != 1 {
+				t.Errorf("judged %d preemptions, want 1", res.Stats.Checked)
+			}
+		})
+	}
+}
+
+// TestPreemptionSchedulerCalls judges a preemption as the scheduler now
+// writes it: the victim's deletion and Event, a FailedScheduling Event,
+// then PodScheduled=False and the nomination in one status patch that is
+// conditional on the informer's resourceVersion, so it may be refused
+// (409) and sent again after a read; later cycles of other pods add their
+// own Events and status patches before the preemptor binds.
+func TestPreemptionSchedulerCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		victimPrio int32
+		want       Verdict
+		words      []string
+	}{
+		{name: "lower-priority victim", victimPrio: 1000, want: Ok},
+		{name: "PR-10 equal-priority victim", victimPrio: 3000, want: Illegal, words: []string{"PR-10", "not strictly lower"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newSchedHist(t)
+			b.node(0, smallNode("n1"))
+			v := onNode(prioPod("victim", tc.victimPrio, "800m"), "n1")
+			b.pod(1, v)
+			pre := prioPod("pre", 3000, "500m")
+			b.pod(10, pre)
+			other := prioPod("other", 10, "2")
+			b.pod(10, other)
+			b.call(11, identityScheduler, "delete", "pods", "", v.Namespace, v.Name, history.StatusOK, string(v.UID))
+			b.pod(11.005, deleting(v))
+			b.call(11.02, identityScheduler, "create", "events", "", v.Namespace, v.Name+".1", history.StatusOK, "")
+			b.call(11.03, identityScheduler, "create", "events", "", pre.Namespace, pre.Name+".2", history.StatusOK, "")
+			b.call(11.04, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusFail, "")
+			b.call(11.05, identityScheduler, "get", "pods", "", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
+			b.call(11.06, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
+			nom := nominated(pre, "n1")
+			nom.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}
+			b.pod(11.065, nom)
+			b.call(11.5, identityScheduler, "create", "events", "", other.Namespace, other.Name+".3", history.StatusOK, "")
+			b.call(11.51, identityScheduler, "patch", "pods", "status", other.Namespace, other.Name, history.StatusOK, string(other.UID))
+			b.podGone(12, v)
+			b.bind(13, nom, "n1")
+			h := b.history()
+			h.End = schedSec(60)
+			res := checkPreemption(t, h, tc.want, tc.words...)
 			if res.Stats.Checked != 1 {
 				t.Errorf("judged %d preemptions, want 1", res.Stats.Checked)
 			}

@@ -76,7 +76,6 @@ type schedPod struct {
 	deleting            bool
 	phase               corev1.PodPhase
 	owner               string // Kind/name of the controller, "" if none
-	created             string
 	spread              []corev1.TopologySpreadConstraint
 	nodeSelector        map[string]string
 	affinity            *corev1.Affinity
@@ -446,7 +445,6 @@ type schedPodJSON struct {
 		UID               string                  `json:"uid"`
 		Labels            map[string]string       `json:"labels"`
 		DeletionTimestamp *string                 `json:"deletionTimestamp"`
-		CreationTimestamp string                  `json:"creationTimestamp"`
 		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
@@ -481,7 +479,7 @@ func decodeSchedPod(raw []byte) (*schedPod, error) {
 	m, sp := &j.Metadata, &j.Spec
 	p := &schedPod{key: m.Namespace + "/" + m.Name, uid: m.UID, namespace: m.Namespace, name: m.Name,
 		labels: m.Labels, node: sp.NodeName, nominated: j.Status.NominatedNodeName,
-		deleting: m.DeletionTimestamp != nil, phase: j.Status.Phase, created: m.CreationTimestamp,
+		deleting: m.DeletionTimestamp != nil, phase: j.Status.Phase,
 		spread: sp.TopologySpreadConstraints, nodeSelector: sp.NodeSelector, affinity: sp.Affinity,
 		tolerations:  sp.Tolerations,
 		preemptNever: sp.PreemptionPolicy != nil && *sp.PreemptionPolicy == string(corev1.PreemptNever)}
