@@ -1,0 +1,189 @@
+package grace
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsafe/podsafe/raftstore"
+)
+
+var (
+	seedFlag    = flag.Uint64("grace.seed", 1, "first seed of the generated cases")
+	casesFlag   = flag.Int("grace.cases", 5000, "number of generated cases of the pure comparison")
+	apiFlag     = flag.Int("grace.api-cases", 3000, "number of generated cases run through podsafe's API server")
+	reportsFlag = flag.Int("grace.reproducers", 1, "failing cases shrunk and printed as reproducers, per kind of disagreement")
+)
+
+// TestFirstGrace requires apiserver.EffectiveGracePeriod to give the first
+// DELETE of a pod the grace upstream's pod strategy (CheckGracefulDelete)
+// gives it, on thousands of generated pods and DeleteOptions: grace nil,
+// negative, 0 or positive; terminationGracePeriodSeconds nil, negative, 0
+// or positive; scheduled or not; in every phase.
+func TestFirstGrace(t *testing.T) {
+	failures, graceful, immediate := 0, 0, 0
+	for i := range *casesFlag {
+		seed := *seedFlag + uint64(i)
+		c := Generate(seed)
+		want, _, err := UpstreamFirstGrace(c)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if want == 0 {
+			immediate++
+		} else {
+			graceful++
+		}
+		if got := PodsafeFirstGrace(c); got == want {
+			continue
+		}
+		failures++
+		if failures > *reportsFlag {
+			continue
+		}
+		small, err := Shrink(Case{TerminationGracePeriodSeconds: c.TerminationGracePeriodSeconds, NodeName: c.NodeName, Phase: c.Phase, First: c.First},
+			func(c Case) (bool, error) {
+				w, _, err := UpstreamFirstGrace(c)
+				return err == nil && PodsafeFirstGrace(c) != w, err
+			})
+		if err != nil {
+			t.Fatalf("seed %d: shrinking: %v", seed, err)
+		}
+		w, _, _ := UpstreamFirstGrace(small)
+		t.Errorf("seed %d: upstream grace %d, podsafe %d; shrunk to %s:\n%s", seed, w, PodsafeFirstGrace(small), small.Literal(),
+			FirstGraceReproducer(fmt.Sprintf("oracle seed %d", seed), small, w))
+	}
+	t.Logf("%d cases: %d graceful, %d deleted at once upstream; %d disagree", *casesFlag, graceful, immediate, failures)
+	if failures > 0 {
+		t.Errorf("%d of %d first DELETEs disagree (rerun one: -grace.seed N -grace.cases 1)", failures, *casesFlag)
+	}
+}
+
+// TestDeletion requires podsafe's API server to store what upstream's
+// graceful-deletion rules store after each DELETE (removed, or terminating
+// with its deletionGracePeriodSeconds and deadline), a second DELETE that
+// shortens, lengthens, repeats or gives no grace included (GP-6, PS-3).
+func TestDeletion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a raftstore and an API server")
+	}
+	ctx := context.Background()
+	store := raftstore.OpenTestCluster(t, 1).Stores[0]
+	ps, err := NewPodsafe(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	run := func(c Case) (want, got []Outcome, err error) {
+		if want, err = Upstream(c); err != nil {
+			return nil, nil, err
+		}
+		got, err = ps.Run(ctx, c)
+		return want, got, err
+	}
+	failures, seconds := 0, 0
+	kinds := map[string]int{}
+	for i := range *apiFlag {
+		seed := *seedFlag + uint64(i)
+		c := Generate(seed)
+		want, got, err := run(c)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if len(want) > 1 {
+			seconds++
+		}
+		diffs := Diff(want, got)
+		if len(diffs) == 0 {
+			continue
+		}
+		failures++
+		k := kind(c, want, got)
+		kinds[k]++
+		// One reproducer per kind of disagreement, shrunk within its kind.
+		if kinds[k] > *reportsFlag {
+			continue
+		}
+		small, err := Shrink(c, func(c Case) (bool, error) {
+			w, g, err := run(c)
+			return err == nil && len(Diff(w, g)) > 0 && kind(c, w, g) == k, err
+		})
+		if err != nil {
+			t.Fatalf("seed %d: shrinking: %v", seed, err)
+		}
+		w, g, err := run(small)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		t.Errorf("seed %d disagrees (%s), shrunk to %s:\n%s", seed, k, small.Literal(),
+			DeletionReproducer(fmt.Sprintf("oracle seed %d: %s", seed, k), small, w, Diff(w, g)))
+	}
+	t.Logf("%d cases, %d with a second DELETE; %d disagree:", *apiFlag, seconds, failures)
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		t.Logf("  %4d  %s", kinds[k], k)
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d deletions disagree (rerun one: -grace.seed N -grace.api-cases 1)", failures, *apiFlag)
+	}
+}
+
+// kind names the sort of a disagreement: which DELETE, what it asked for,
+// and what differs in the stored pod.
+func kind(c Case, want, got []Outcome) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i].String() == got[i].String() {
+		i++
+	}
+	which := "first DELETE"
+	if i > 0 {
+		switch {
+		case c.SecondGrace == nil:
+			which = "second DELETE without a grace"
+		case *c.SecondGrace <= 0:
+			which = "second DELETE with grace <= 0"
+		default:
+			which = "second DELETE with a grace"
+		}
+		if c.PhaseBefore == corev1.PodSucceeded || c.PhaseBefore == corev1.PodFailed {
+			which += " of a pod turned terminal"
+		}
+	}
+	if i >= len(want) || i >= len(got) {
+		return which + ": a DELETE only one side got"
+	}
+	w, g := want[i], got[i]
+	switch {
+	case g.Removed && !w.Removed:
+		return which + ": podsafe removes the pod, upstream keeps it terminating"
+	case w.Removed && !g.Removed:
+		return which + ": upstream removes the pod, podsafe keeps it"
+	case ptrString(w.Grace) != ptrString(g.Grace):
+		return which + ": deletionGracePeriodSeconds differs"
+	}
+	return which + ": only the deadline differs"
+}
+
+// TestShrink checks the shrinker keeps the disagreement and simplifies.
+func TestShrink(t *testing.T) {
+	c := Case{TerminationGracePeriodSeconds: ptr(45), NodeName: "node-1", Phase: "Running", First: ptr(60),
+		Second: true, SecondGrace: ptr(17), Elapsed: 9, PhaseBefore: "Failed"}
+	// Disagrees whenever the second DELETE asks for more than 3 s.
+	got, err := Shrink(c, func(c Case) (bool, error) { return c.Second && c.SecondGrace != nil && *c.SecondGrace > 3, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Case{NodeName: "", Second: true, SecondGrace: ptr(4)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shrunk (-want +got):\n%s", diff)
+	}
+	if lit := got.Literal(); lit != "grace.Case{Second: true, SecondGrace: ptr.To[int64](4), Elapsed: 0}" {
+		t.Errorf("literal %s", lit)
+	}
+}
