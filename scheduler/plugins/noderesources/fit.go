@@ -20,9 +20,13 @@ const (
 	ReasonPods   = "Too many pods"
 )
 
-// Fit rejects nodes whose allocatable cannot hold the pod's requests on top
-// of what the pods already there request. Removing pods can fix that, so
-// the rejection is Unschedulable (preemption may help).
+// Fit rejects nodes whose allocatable cannot hold the pod's requests (CPU,
+// memory, a pod slot, ephemeral storage, extended resources) on top of what
+// the pods already there request. Removing pods can fix that, so the
+// rejection is Unschedulable (preemption may help), unless the pod asks for
+// more of a resource than the node has allocatable at all: no removal can
+// fix that, and the rejection is UnschedulableAndUnresolvable, so
+// preemption does not try the node. Too many pods is always Unschedulable.
 type Fit struct{}
 
 var (
@@ -32,21 +36,18 @@ var (
 
 const stateKey framework.StateKey = "PreFilter" + Name
 
-// requests is the pod's requests, computed once per cycle.
-type requests framework.Resource
-
-func (r *requests) Clone() framework.StateData { return r }
-
 // Shortage bits; rejections holds one shared status per combination, so
-// rejecting thousands of nodes allocates nothing.
+// rejecting thousands of nodes allocates nothing. tooBig marks a request
+// beyond the node's allocatable, which no preemption can fix.
 const (
 	shortPods = 1 << iota
 	shortCPU
 	shortMemory
+	tooBig
 )
 
-var rejections = func() [8]*framework.Status {
-	var out [8]*framework.Status
+var rejections = func() [16]*framework.Status {
+	var out [16]*framework.Status
 	for bits := 1; bits < len(out); bits++ {
 		var reasons []string
 		if bits&shortPods != 0 {
@@ -58,7 +59,11 @@ var rejections = func() [8]*framework.Status {
 		if bits&shortMemory != 0 {
 			reasons = append(reasons, ReasonMemory)
 		}
-		out[bits] = framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(Name)
+		code := framework.Unschedulable
+		if bits&tooBig != 0 {
+			code = framework.UnschedulableAndUnresolvable
+		}
+		out[bits] = framework.NewStatus(code, reasons...).WithPlugin(Name)
 	}
 	return out
 }()
@@ -71,8 +76,7 @@ func (*Fit) Name() string { return Name }
 
 // PreFilter computes the pod's requests once for all nodes.
 func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	r := requests(framework.PodRequests(pod))
-	state.Write(stateKey, &r)
+	state.Write(stateKey, requestsOf(pod))
 	return nil
 }
 
@@ -82,18 +86,28 @@ func (*Fit) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter implements framework.FilterPlugin.
 func (*Fit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	var req framework.Resource
+	var req *podRequests
 	if d, ok := state.Read(stateKey); ok {
-		req = framework.Resource(*d.(*requests))
+		req = d.(*podRequests)
 	} else {
-		req = framework.PodRequests(pod)
+		req = requestsOf(pod)
 	}
-	if bits := shortage(req, ni); bits != 0 {
+	bits := shortage(req.Resource, ni)
+	others, tooBigOther := otherShortage(req, ni)
+	switch {
+	case len(others) > 0:
+		code := framework.Unschedulable
+		if bits&tooBig != 0 || tooBigOther {
+			code = framework.UnschedulableAndUnresolvable
+		}
+		return framework.NewStatus(code, append(rejections[bits].Reasons(), others...)...).WithPlugin(Name)
+	case bits != 0:
 		return rejections[bits]
 	}
 	return nil
 }
 
+// shortage returns the shortage bits of req on ni, 0 if it fits.
 func shortage(req framework.Resource, ni *framework.NodeInfo) int {
 	bits := 0
 	if ni.Requested.Pods+req.Pods > ni.Allocatable.Pods {
@@ -101,14 +115,21 @@ func shortage(req framework.Resource, ni *framework.NodeInfo) int {
 	}
 	if req.MilliCPU > 0 && ni.Requested.MilliCPU+req.MilliCPU > ni.Allocatable.MilliCPU {
 		bits |= shortCPU
+		if req.MilliCPU > ni.Allocatable.MilliCPU {
+			bits |= tooBig
+		}
 	}
 	if req.Memory > 0 && ni.Requested.Memory+req.Memory > ni.Allocatable.Memory {
 		bits |= shortMemory
+		if req.Memory > ni.Allocatable.Memory {
+			bits |= tooBig
+		}
 	}
 	return bits
 }
 
-// Insufficient lists the resources of ni that cannot take req.
+// Insufficient lists the resources of ni (CPU, memory, pod slots) that
+// cannot take req.
 func Insufficient(req framework.Resource, ni *framework.NodeInfo) []string {
 	return rejections[shortage(req, ni)].Reasons()
 }
