@@ -144,14 +144,22 @@ func (f nodeFilter) includes(c constraint, node *corev1.Node) bool {
 	return true
 }
 
-// countMatching counts the pods of ni in namespace ns that sel matches,
-// ignoring pods already being deleted. Pods on tainted nodes count (TS-11).
+// countMatching counts the pods that count toward a constraint with
+// selector sel for an incoming pod of namespace ns, as kube-scheduler counts
+// them: pods of ns, not being deleted, whose labels sel matches. An empty
+// selector (labelSelector {} with no matchLabelKeys value merged in)
+// counts no pod at all, though the incoming pod still matches it itself; a
+// nil labelSelector (labels.Nothing) matches nothing. Pods on tainted nodes
+// count (TS-11).
 func countMatching(pods []*framework.PodInfo, ns string, sel labels.Selector) int {
 	anyNamespace := false
 	// Planted bug of the bug zoo (scheduler-counts-other-namespaces):
 	// matching pods of every namespace count, not only the incoming pod's
 	// (breaks TS-6).
 	failpoint.Inject("countsOtherNamespaces", func() { anyNamespace = true })
+	if sel.Empty() {
+		return 0
+	}
 	n := 0
 	for _, pi := range pods {
 		if podMatches(pi.Pod, ns, sel) || anyNamespace && podMatches(pi.Pod, pi.Pod.Namespace, sel) {
@@ -163,6 +171,18 @@ func countMatching(pods []*framework.PodInfo, ns string, sel labels.Selector) in
 
 func podMatches(p *corev1.Pod, ns string, sel labels.Selector) bool {
 	return p.Namespace == ns && p.DeletionTimestamp == nil && sel.Matches(labels.Set(p.Labels))
+}
+
+// dryRunMatches reports whether adding or removing pod p, as preemption's
+// dry runs do, changes a count of a constraint with selector sel. It is
+// kube-scheduler's rule for AddPod and RemovePod, which is looser than its
+// rule for counting (countMatching): a pod being deleted, and any pod of
+// the namespace under an empty selector, change the count too. So removing
+// such a pod in a dry run lowers its domain's count below what PreFilter
+// counted; podsafe does the same, so preemption picks what kube-scheduler
+// picks.
+func dryRunMatches(p *corev1.Pod, ns string, sel labels.Selector) bool {
+	return p.Namespace == ns && sel.Matches(labels.Set(p.Labels))
 }
 
 // domainCounts is one cycle's view of a constraint's per-domain counts: a

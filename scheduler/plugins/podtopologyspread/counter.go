@@ -164,8 +164,9 @@ type counterCache struct {
 }
 
 // table returns the per-domain counts of constraint c over nodes, for a
-// constraint group whose topology keys are all required (group) and for the
-// incoming pod's namespace and node filter.
+// constraint group whose topology keys are all required (group, nil when
+// none is) and for the incoming pod's namespace and node filter. A node
+// lacking c's key (possible only with a nil group) is in domain "".
 func (cc *counterCache) table(nodes []*framework.NodeInfo, c constraint, group []constraint, pod *corev1.Pod, f nodeFilter) *domainTable {
 	spec := counterSpec{
 		eligible: func(node *corev1.Node) bool {

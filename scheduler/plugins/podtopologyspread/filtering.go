@@ -105,7 +105,7 @@ func updateCounts(state *framework.CycleState, pod *corev1.Pod, pi *framework.Po
 		return nil
 	}
 	for i, c := range s.constraints {
-		if podMatches(pi.Pod, pod.Namespace, c.selector) && s.filter.includes(c, node) {
+		if dryRunMatches(pi.Pod, pod.Namespace, c.selector) && s.filter.includes(c, node) {
 			s.counts[i].add(node.Labels[c.topologyKey], delta)
 		}
 	}
@@ -114,7 +114,10 @@ func updateCounts(state *framework.CycleState, pod *corev1.Pod, pi *framework.Po
 
 // Filter admits the node if, for every DoNotSchedule constraint, the count
 // in the node's domain plus the pod itself minus the global minimum stays
-// within maxSkew (TS-2, TS-4).
+// within maxSkew (TS-2, TS-4). Constraints are judged in order and the
+// first that fails decides: a node lacking that constraint's topology key
+// is rejected for good (UnschedulableAndUnresolvable, TS-5), one whose
+// skew is too high only for now (Unschedulable), as kube-scheduler does.
 func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
 	d, ok := state.Read(preFilterStateKey)
 	if !ok {
@@ -122,18 +125,18 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	}
 	s := d.(*preFilterState)
 	node := ni.Node()
-	if !hasAllKeys(node, s.constraints) {
-		reject := true
-		// Planted bug of the bug zoo (scheduler-ignores-missing-topology-key):
-		// a node lacking a constraint's topology key is eligible, its
-		// missing domain counting as empty (breaks TS-5).
-		failpoint.Inject("ignoresMissingTopologyKey", func() { reject = false })
-		if reject {
-			return rejectNoLabels
-		}
-	}
 	for i, c := range s.constraints {
-		domain := node.Labels[c.topologyKey]
+		domain, ok := node.Labels[c.topologyKey]
+		if !ok {
+			reject := true
+			// Planted bug of the bug zoo (scheduler-ignores-missing-topology-key):
+			// a node lacking a constraint's topology key is eligible, its
+			// missing domain counting as empty (breaks TS-5).
+			failpoint.Inject("ignoresMissingTopologyKey", func() { reject = false })
+			if reject {
+				return rejectNoLabels
+			}
+		}
 		skew := s.counts[i].count(domain) + s.selfMatch[i] - s.counts[i].globalMin(c.minDomains)
 		if skew > int(c.maxSkew) {
 			return rejectSkew

@@ -1,11 +1,13 @@
 package podtopologyspread_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/podtopologyspread"
 	"github.com/podsafe/podsafe/scheduler/st"
 )
@@ -29,6 +31,21 @@ func threeZones() []*corev1.Node {
 		st.MakeNode().Name("c1").Label(zone, "c").Obj(),
 	}
 }
+
+const rack = "example.com/rack"
+
+// rackedZones has a1 (zone a, rack r1), a2 (zone a, no rack) and b1 (zone
+// b, rack r2).
+func rackedZones() []*corev1.Node {
+	return []*corev1.Node{
+		st.MakeNode().Name("a1").Label(zone, "a").Label(rack, "r1").Obj(),
+		st.MakeNode().Name("a2").Label(zone, "a").Obj(),
+		st.MakeNode().Name("b1").Label(zone, "b").Label(rack, "r2").Obj(),
+	}
+}
+
+// nilSelector leaves a constraint without a labelSelector.
+func nilSelector(c *corev1.TopologySpreadConstraint) { c.LabelSelector = nil }
 
 func fooBar(name, node string) *corev1.Pod {
 	return st.MakePod().Name(name).Label("foo", "bar").Node(node).Obj()
@@ -188,6 +205,45 @@ func TestFilter(t *testing.T) {
 			want: filterResult{Feasible: []string{"b1"}, Unresolvable: []string{"bare"}},
 		},
 		{
+			// Oracle seed 77: kube-scheduler counts no pod for an empty
+			// selector, yet the pod matches it itself.
+			name:  "an empty labelSelector counts no pod, but the pod matches it",
+			nodes: threeZones(),
+			pods:  []*corev1.Pod{st.MakePod().Name("x1").Node("a1").Obj(), st.MakePod().Name("x2").Node("a1").Obj(), fooBar("x3", "a1")},
+			pod:   st.MakePod().Name("in").Spread(1, zone, dns, map[string]string{}).Obj(),
+			want:  filterResult{Feasible: []string{"a1", "b1", "c1"}},
+		},
+		{
+			name:  "an empty labelSelector with a matchLabelKeys value counts the pods with that value",
+			nodes: threeZones(),
+			pods: []*corev1.Pod{
+				st.MakePod().Name("x1").Label("rev", "2").Node("a1").Obj(),
+				st.MakePod().Name("x2").Label("rev", "1").Node("b1").Obj(),
+			},
+			pod:  st.MakePod().Name("in").Label("rev", "2").Spread(1, zone, dns, map[string]string{}, st.MatchLabelKeys("rev")).Obj(),
+			want: filterResult{Feasible: []string{"b1", "c1"}},
+		},
+		{
+			name:  "a nil labelSelector counts no pod and the pod does not match it",
+			nodes: threeZones(), pods: []*corev1.Pod{fooBar("x1", "a1"), fooBar("x2", "a1")},
+			pod:  st.MakePod().Name("in").Label("foo", "bar").Spread(1, zone, dns, nil, nilSelector).Obj(),
+			want: filterResult{Feasible: []string{"a1", "b1", "c1"}},
+		},
+		{
+			// The first constraint that fails decides: a2 fails the zone
+			// skew before the rack constraint finds its key missing.
+			name:  "a skew failure before a missing key is Unschedulable",
+			nodes: rackedZones(), pods: []*corev1.Pod{fooBar("x1", "a1"), fooBar("x2", "a1")},
+			pod:  st.MakePod().Name("in").Label("foo", "bar").Spread(1, zone, dns, foo).Spread(1, rack, dns, foo).Obj(),
+			want: filterResult{Feasible: []string{"b1"}},
+		},
+		{
+			name:  "a missing key before a skew failure is UnschedulableAndUnresolvable",
+			nodes: rackedZones(), pods: []*corev1.Pod{fooBar("x1", "a1"), fooBar("x2", "a1")},
+			pod:  st.MakePod().Name("in").Label("foo", "bar").Spread(1, rack, dns, foo).Spread(1, zone, dns, foo).Obj(),
+			want: filterResult{Feasible: []string{"b1"}, Unresolvable: []string{"a2"}},
+		},
+		{
 			name:  "ScheduleAnyway constraints do not filter",
 			nodes: fourNodes(), pods: seedPods,
 			pod:  st.MakePod().Name("in").Label("foo", "bar").Spread(1, zone, corev1.ScheduleAnyway, foo).Obj(),
@@ -232,5 +288,40 @@ func TestFilter(t *testing.T) {
 				t.Errorf("filter result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestFilterAfterDryRunRemoval checks what preemption's dry run sees: as in
+// kube-scheduler, removing a pod that matches the selector lowers its
+// domain's count even when the pod was being deleted and so never counted.
+func TestFilterAfterDryRunRemoval(t *testing.T) {
+	ctx := context.Background()
+	foo := map[string]string{"foo": "bar"}
+	nodes := []*corev1.Node{
+		st.MakeNode().Name("a1").Label(zone, "a").Obj(),
+		st.MakeNode().Name("b1").Label(zone, "b").Obj(),
+	}
+	running := fooBar("running", "a1")
+	deleting := st.MakePod().Name("deleting").Label("foo", "bar").Terminating().Node("a1").Obj()
+	pod := st.MakePod().Name("in").Label("foo", "bar").Spread(1, zone, corev1.DoNotSchedule, foo).Obj()
+	pl, snap := newPlugin(t, podtopologyspread.Args{}, nodes, []*corev1.Pod{running, deleting})
+	state := framework.NewCycleState()
+	if st := pl.PreFilter(ctx, state, pod, snap.List()); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	a1 := snap.Get("a1")
+	if got := pl.Filter(ctx, state, pod, a1).Code(); got != framework.Unschedulable {
+		t.Fatalf("Filter on a1 before the dry run = %v, want Unschedulable (zone a holds 1, zone b 0)", got)
+	}
+	dry, ni := state.Clone(), a1.Clone()
+	ni.RemovePod(deleting.UID)
+	if st := pl.RemovePod(ctx, dry, pod, framework.NewPodInfo(deleting), ni); !st.IsSuccess() {
+		t.Fatalf("RemovePod: %v", st)
+	}
+	if got := pl.Filter(ctx, dry, pod, ni).Code(); got != framework.Success {
+		t.Errorf("Filter on a1 after removing the deleting pod = %v, want Success", got)
+	}
+	if got := pl.Filter(ctx, state, pod, a1).Code(); got != framework.Unschedulable {
+		t.Errorf("Filter on a1 in the original state = %v, want Unschedulable (the dry run works on a clone)", got)
 	}
 }

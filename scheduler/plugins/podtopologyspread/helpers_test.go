@@ -116,3 +116,33 @@ func runScore(tb testing.TB, pl *podtopologyspread.PodTopologySpread, snap *fram
 	}
 	return out
 }
+
+// runScores returns every node's normalized score, or nil if PreScore
+// skipped.
+func runScores(tb testing.TB, pl *podtopologyspread.PodTopologySpread, snap *framework.Snapshot, pod *corev1.Pod) map[string]int64 {
+	tb.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	nodes := snap.List()
+	if st := pl.PreScore(ctx, state, pod, nodes); st.IsSkip() {
+		return nil
+	} else if !st.IsSuccess() {
+		tb.Fatalf("PreScore: %v", st)
+	}
+	scores := make([]framework.NodeScore, len(nodes))
+	for i, ni := range nodes {
+		s, st := pl.Score(ctx, state, pod, ni)
+		if !st.IsSuccess() {
+			tb.Fatalf("Score on %s: %v", ni.Node().Name, st)
+		}
+		scores[i] = framework.NodeScore{Name: ni.Node().Name, Score: s}
+	}
+	if st := pl.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+		tb.Fatalf("NormalizeScore: %v", st)
+	}
+	out := map[string]int64{}
+	for _, s := range scores {
+		out[s.Name] = s.Score
+	}
+	return out
+}

@@ -82,6 +82,9 @@ type PodTopologySpread struct {
 	handle          framework.Handle
 	defaults        []corev1.TopologySpreadConstraint
 	defaultSelector func(*corev1.Pod) labels.Selector
+	// systemDefaulted is set with System defaulting: scoring by the
+	// built-in defaults does not require nodes to carry every key.
+	systemDefaulted bool
 	counters        counterCache
 }
 
@@ -104,7 +107,7 @@ func New(args Args) framework.PluginFactory {
 		if args.DefaultingType == ListDefaulting {
 			pl.defaults = args.DefaultConstraints
 		} else {
-			pl.defaults = SystemDefaultConstraints
+			pl.defaults, pl.systemDefaulted = SystemDefaultConstraints, true
 		}
 		if pl.defaultSelector == nil {
 			pl.defaultSelector = OwnerSelector

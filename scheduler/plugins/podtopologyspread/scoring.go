@@ -17,6 +17,11 @@ const preScoreStateKey framework.StateKey = "PreScore" + Name
 // number of domains, so a key with many domains is not drowned out.
 type preScoreState struct {
 	constraints []constraint
+	// requireAll is set when only nodes carrying every topology key are
+	// scored (the others get 0): always, except for the built-in system
+	// defaults, so that nodes without a zone label still get hostname
+	// spreading.
+	requireAll bool
 	// tables[i] counts constraint i over the whole snapshot; nil when its
 	// domains are single nodes (perNode).
 	tables  []*domainTable
@@ -40,25 +45,31 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 		return framework.NewStatus(framework.Skip)
 	}
 	s := &preScoreState{constraints: cs, tables: make([]*domainTable, len(cs)), weights: make([]float64, len(cs)),
-		perNode: make([]bool, len(cs))}
-	// Domains are those of feasible nodes that carry every key; a hostname
-	// domain is its node, so feasible nodes with every key count them.
-	withKeys := 0
+		perNode: make([]bool, len(cs)), requireAll: len(pod.Spec.TopologySpreadConstraints) > 0 || !pl.systemDefaulted}
+	// group is what a node must carry to take part: every key, or nothing.
+	var group []constraint
+	if s.requireAll {
+		group = cs
+	}
+	// Domains are those of the scored nodes; a hostname domain is its node.
+	// Without requireAll a node lacking a key makes the domain "" for it,
+	// as kube-scheduler has it: it weighs and counts, but is not scored.
+	var scored []*framework.NodeInfo
 	for _, ni := range feasible {
-		if hasAllKeys(ni.Node(), cs) {
-			withKeys++
+		if hasAllKeys(ni.Node(), group) {
+			scored = append(scored, ni)
 		}
 	}
 	filter := newNodeFilter(pod)
 	all := pl.nodesForScoring(feasible)
 	for i, c := range cs {
 		s.perNode[i] = c.topologyKey == LabelHostname
-		domains := withKeys
+		domains := len(scored)
 		if !s.perNode[i] {
-			domains = countDomains(feasible, cs, c.topologyKey)
+			domains = countDomains(scored, c.topologyKey)
 			// Count over every node of the cluster in those domains, not only
 			// the feasible ones: a full node still holds its pods.
-			s.tables[i] = pl.counters.table(all, c, cs, pod, filter)
+			s.tables[i] = pl.counters.table(all, c, group, pod, filter)
 		}
 		s.weights[i] = math.Log(float64(domains + 2))
 	}
@@ -66,14 +77,12 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 	return nil
 }
 
-// countDomains counts the distinct values of key over the nodes that carry
-// every key of cs.
-func countDomains(nodes []*framework.NodeInfo, cs []constraint, key string) int {
+// countDomains counts the distinct values of key over nodes, a missing key
+// counting as "".
+func countDomains(nodes []*framework.NodeInfo, key string) int {
 	seen := map[string]struct{}{}
 	for _, ni := range nodes {
-		if hasAllKeys(ni.Node(), cs) {
-			seen[ni.Node().Labels[key]] = struct{}{}
-		}
+		seen[ni.Node().Labels[key]] = struct{}{}
 	}
 	return len(seen)
 }
@@ -88,7 +97,10 @@ func (pl *PodTopologySpread) nodesForScoring(feasible []*framework.NodeInfo) []*
 }
 
 // Score returns the node's weighted count of matching pods: lower is better,
-// and NormalizeScore inverts it. Nodes missing a key get the worst score.
+// and NormalizeScore inverts it. Each constraint adds count × weight plus
+// maxSkew−1, which softens the preference for constraints that tolerate
+// skew; a constraint whose key the node lacks adds nothing. Nodes missing a
+// key when every key is required get the worst score.
 func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
 	d, ok := state.Read(preScoreStateKey)
 	if !ok {
@@ -96,25 +108,28 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 	}
 	s := d.(*preScoreState)
 	node := ni.Node()
-	if !hasAllKeys(node, s.constraints) {
+	if s.requireAll && !hasAllKeys(node, s.constraints) {
 		return math.MaxInt64, nil
 	}
 	var score float64
 	for i, c := range s.constraints {
+		domain, ok := node.Labels[c.topologyKey]
+		if !ok {
+			continue
+		}
 		var n int
 		if s.perNode[i] {
 			n = countMatching(ni.Pods, pod.Namespace, c.selector)
 		} else {
-			n = s.tables[i].countOf(node.Labels[c.topologyKey])
+			n = s.tables[i].countOf(domain)
 		}
-		// maxSkew-1 softens the preference for constraints that tolerate skew.
-		score += float64(n+int(c.maxSkew)-1) * s.weights[i]
+		score += float64(n)*s.weights[i] + float64(c.maxSkew-1)
 	}
 	return int64(math.Round(score)), nil
 }
 
 // NormalizeScore maps the raw counts onto 0..MaxNodeScore, fewest matching
-// pods best; nodes missing a key get 0.
+// pods best; nodes missing a required key get 0.
 func (pl *PodTopologySpread) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, scores []framework.NodeScore) *framework.Status {
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, s := range scores {

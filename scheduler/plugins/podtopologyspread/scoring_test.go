@@ -120,6 +120,73 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// TestScoreValues pins normalized scores to kube-scheduler's: each
+// constraint adds count × weight + maxSkew − 1.
+func TestScoreValues(t *testing.T) {
+	anyway := corev1.ScheduleAnyway
+	for _, tc := range []struct {
+		name  string
+		args  podtopologyspread.Args
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		pod   *corev1.Pod
+		want  map[string]int64
+	}{
+		{
+			// Oracle seed 49: zone weight ln 4; n0 scores 0 + 2, n1
+			// 1.39 + 2 = 3, so n1 gets 100 × 2 / 3.
+			name: "maxSkew − 1 is added once, not weighted",
+			nodes: []*corev1.Node{
+				st.MakeNode().Name("n0").Label(zone, "zc").Obj(),
+				st.MakeNode().Name("n1").Label(zone, "za").Obj(),
+			},
+			pods: []*corev1.Pod{st.MakePod().Name("p0").Label("app", "web").Node("n1").Obj()},
+			pod: st.MakePod().Name("in").Spread(1, zone, anyway, map[string]string{"app": "web"}).
+				Spread(3, zone, anyway, map[string]string{"app": "db"}).Obj(),
+			want: map[string]int64{"n0": 100, "n1": 66},
+		},
+		{
+			name:  "an empty labelSelector counts no pod",
+			nodes: []*corev1.Node{st.MakeNode().Name("n0").Obj(), st.MakeNode().Name("n1").Obj()},
+			pods:  []*corev1.Pod{fooBar("p0", "n1"), st.MakePod().Name("p1").Node("n1").Obj()},
+			pod:   st.MakePod().Name("in").Spread(1, host, anyway, map[string]string{}).Obj(),
+			want:  map[string]int64{"n0": 100, "n1": 100},
+		},
+		{
+			// With the built-in defaults a node without a zone still gets
+			// hostname spreading: n1 scores 1.39 + 2 (host) + 1.39 + 4
+			// (zone a) = 9, n2 0 + 2 (host; no zone, no zone term) = 2.
+			name: "TS-9 system defaults score a node without a zone by hostname",
+			nodes: []*corev1.Node{
+				st.MakeNode().Name("n1").Label(zone, "a").Obj(),
+				st.MakeNode().Name("n2").Obj(),
+			},
+			pods: []*corev1.Pod{fooBar("p", "n1")},
+			pod:  st.MakePod().Name("in").Label("foo", "bar").OwnedBy("ReplicaSet", "rs").Obj(),
+			want: map[string]int64{"n1": 22, "n2": 100},
+		},
+		{
+			name: "a node without a key of the pod's own constraints scores 0",
+			nodes: []*corev1.Node{
+				st.MakeNode().Name("n1").Label(zone, "a").Obj(),
+				st.MakeNode().Name("n2").Obj(),
+			},
+			pods: []*corev1.Pod{fooBar("p", "n1")},
+			pod: st.MakePod().Name("in").Label("foo", "bar").Spread(3, host, anyway, map[string]string{"foo": "bar"}).
+				Spread(5, zone, anyway, map[string]string{"foo": "bar"}).Obj(),
+			want: map[string]int64{"n1": 100, "n2": 0},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl, snap := newPlugin(t, tc.args, tc.nodes, tc.pods)
+			got := runScores(t, pl, snap, tc.pod)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("scores (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestArgsValidate(t *testing.T) {
 	one := int32(1)
 	for _, tc := range []struct {
