@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,18 +17,29 @@ const (
 	NamespaceOther   = "other"
 )
 
-// Generate builds the problem of one seed. The same seed always gives the
-// same problem. Problems are small (at most 7 nodes and 14 pods), labels
-// and values come from small sets so that selectors, domains and budgets
-// collide often, and about a third of the problems are tight clusters
-// with a high-priority incoming pod, so preemption gets exercised.
-func Generate(seed uint64) *Problem {
-	g := &generator{r: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+// Options widen what Generate draws.
+type Options struct {
+	// BoundPodLevelRequests gives bound pods restartable (sidecar) init
+	// containers and pod-level resources too, not only the incoming pod.
+	// podsafe's framework.PodRequests, which NodeInfo accounts bound pods
+	// with, does not count either yet, so this is off by default.
+	BoundPodLevelRequests bool
+}
+
+// Generate builds the problem of one seed. The same seed and options
+// always give the same problem. Problems are small (at most 7 nodes and 14
+// pods), labels and values come from small sets so that selectors,
+// domains and budgets collide often, and about a third of the problems
+// are tight clusters with a high-priority incoming pod, so preemption gets
+// exercised.
+func Generate(seed uint64, opts Options) *Problem {
+	g := &generator{r: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), opts: opts}
 	return g.problem()
 }
 
 type generator struct {
-	r *rand.Rand
+	r    *rand.Rand
+	opts Options
 }
 
 func (g *generator) chance(p float64) bool { return g.r.Float64() < p }
@@ -79,10 +91,20 @@ func (g *generator) node(i int, tight bool) *corev1.Node {
 		pods = -1
 	}
 	n := NewNode(fmt.Sprintf("n%d", i), cpu, mem, pods)
+	if g.chance(0.6) {
+		setAllocatable(n, corev1.ResourceEphemeralStorage, resource.MustParse(pick(g, "1Gi", "10Gi")))
+	}
+	if g.chance(0.3) {
+		setAllocatable(n, ResourceGPU, *resource.NewQuantity(int64(g.r.IntN(3)), resource.DecimalSI))
+	}
 	if g.chance(0.08) {
 		delete(n.Labels, LabelHostname)
 	}
-	if !g.chance(0.15) {
+	switch {
+	case g.chance(0.03):
+		// An empty value is a value: a domain of its own.
+		n.Labels[LabelZone] = ""
+	case !g.chance(0.15):
 		n.Labels[LabelZone] = pick(g, "za", "zb", "zc")
 	}
 	if !g.chance(0.25) {
@@ -145,13 +167,70 @@ func (g *generator) existingPod(i int, tight bool) *corev1.Pod {
 	pod := NewPod(ns, fmt.Sprintf("p%d", i), cpu, mem)
 	pod.Labels = g.podLabels()
 	pod.Spec.Priority = g.priority()
+	g.decorate(pod, g.opts.BoundPodLevelRequests)
 	if g.chance(0.15) {
 		t := At(1000)
 		pod.DeletionTimestamp = &t
 		grace := int64(30)
 		pod.DeletionGracePeriodSeconds = &grace
+		if g.chance(0.5) {
+			// What the scheduler marks its victims with.
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: corev1.PodReasonPreemptionByScheduler}}
+		}
 	}
 	return pod
+}
+
+// ResourceGPU is the extended resource problems use.
+const ResourceGPU corev1.ResourceName = "example.com/gpu"
+
+func setAllocatable(n *corev1.Node, name corev1.ResourceName, q resource.Quantity) {
+	n.Status.Allocatable[name] = q
+	n.Status.Capacity[name] = q
+}
+
+// decorate gives a pod, now and then, requests beyond its one container's
+// CPU and memory: ephemeral storage, an extended resource, an init
+// container, overhead, and with podLevel a restartable sidecar init
+// container or pod-level resources. The draws are the same either way, so
+// options change no other part of a problem.
+func (g *generator) decorate(pod *corev1.Pod, podLevel bool) {
+	req := pod.Spec.Containers[0].Resources.Requests
+	add := func(name corev1.ResourceName, q resource.Quantity) {
+		if req == nil {
+			req = corev1.ResourceList{}
+			pod.Spec.Containers[0].Resources.Requests = req
+		}
+		req[name] = q
+	}
+	if g.chance(0.08) {
+		add(corev1.ResourceEphemeralStorage, resource.MustParse(pick(g, "512Mi", "2Gi")))
+	}
+	if g.chance(0.06) {
+		add(ResourceGPU, *resource.NewQuantity(1, resource.DecimalSI))
+	}
+	if g.chance(0.08) {
+		init := corev1.Container{Name: "init", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(pick(g, int64(100), 500, 1500), resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(pick(g, int64(64), 512, 1536)<<20, resource.BinarySI),
+		}}}
+		if g.chance(0.5) && podLevel {
+			always := corev1.ContainerRestartPolicyAlways
+			init.RestartPolicy = &always
+		}
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, init)
+	}
+	if g.chance(0.04) {
+		pod.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	}
+	if len(pod.Spec.InitContainers) == 0 && g.chance(0.04) && podLevel {
+		// Pod-level requests, at least what the container asks.
+		cpu, mem := req.Cpu().DeepCopy(), req.Memory().DeepCopy()
+		cpu.Add(resource.MustParse("200m"))
+		mem.Add(resource.MustParse("128Mi"))
+		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}}
+	}
 }
 
 func (g *generator) pdb(i int, pods []*corev1.Pod) *policyv1.PodDisruptionBudget {
@@ -162,8 +241,9 @@ func (g *generator) pdb(i int, pods []*corev1.Pod) *policyv1.PodDisruptionBudget
 	case 1:
 		sel = &metav1.LabelSelector{}
 	case 2:
+		// Matches pods without labels too.
 		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "tier", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+			{Key: pick(g, "tier", "app"), Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	default:
 		sel = &metav1.LabelSelector{MatchLabels: map[string]string{"app": pick(g, "web", "db")}}
 	}
@@ -190,6 +270,10 @@ func (g *generator) incoming(tight bool, nodes []*corev1.Node) *corev1.Pod {
 	pod := NewPod(ns, "incoming", cpu, mem)
 	pod.Labels = g.podLabels()
 	pod.Spec.Priority = g.priority()
+	g.decorate(pod, true)
+	if tight && g.chance(0.15) {
+		pod.Status.NominatedNodeName = nodes[g.r.IntN(len(nodes))].Name
+	}
 	if tight && g.chance(0.8) {
 		v := pick(g, int32(100), 1000, 5000)
 		pod.Spec.Priority = &v

@@ -172,9 +172,7 @@ func writeStruct(b *strings.Builder, v reflect.Value, indent int, elided bool) {
 	t := v.Type()
 	var set []int
 	for i := range t.NumField() {
-		f := v.Field(i)
-		empty := (f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && f.Len() == 0
-		if t.Field(i).IsExported() && !f.IsZero() && !empty {
+		if t.Field(i).IsExported() && !isEmpty(v.Field(i)) {
 			set = append(set, i)
 		}
 	}
@@ -218,4 +216,23 @@ func tabs(b *strings.Builder, n int) {
 	for range n {
 		b.WriteByte('\t')
 	}
+}
+
+// isEmpty reports whether v prints as nothing: a zero value, an empty
+// slice or map, or a struct (not a quantity or time) of empty fields.
+func isEmpty(v reflect.Value) bool {
+	switch {
+	case v.IsZero():
+		return true
+	case v.Kind() == reflect.Slice || v.Kind() == reflect.Map:
+		return v.Len() == 0
+	case v.Kind() == reflect.Struct && v.Type() != quantityType && v.Type() != timeType:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && !isEmpty(v.Field(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

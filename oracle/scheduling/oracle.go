@@ -20,7 +20,11 @@ func (o *Oracle) Verdicts(ctx context.Context, p *Problem) (want, got *Verdict, 
 	if want, err = o.Upstream.Run(ctx, p); err != nil {
 		return nil, nil, fmt.Errorf("upstream on %s: %w", p, err)
 	}
-	if got, err = o.Podsafe.Run(ctx, p); err != nil {
+	scoreOn := want.Filter.Feasible
+	if scoreOn == nil {
+		scoreOn = []string{}
+	}
+	if got, err = o.Podsafe.Run(ctx, p, scoreOn); err != nil {
 		return nil, nil, fmt.Errorf("podsafe on %s: %w", p, err)
 	}
 	return want, got, nil

@@ -11,6 +11,7 @@ var (
 	seedFlag    = flag.Uint64("oracle.seed", 1, "first seed of the generated problems")
 	casesFlag   = flag.Int("oracle.cases", 3000, "number of generated problems")
 	reportsFlag = flag.Int("oracle.reproducers", 3, "failing problems per part shrunk and printed as reproducers")
+	boundFlag   = flag.Bool("oracle.bound-pod-level", false, "give bound pods sidecars and pod-level resources too (framework.PodRequests lacks them)")
 )
 
 // outcome is one generated problem and both sides' verdicts on it.
@@ -35,7 +36,7 @@ func (c *outcomes) all(t *testing.T) []*outcome {
 	ctx := context.Background()
 	for i := range *casesFlag {
 		seed := *seedFlag + uint64(i)
-		p := Generate(seed)
+		p := Generate(seed, Options{BoundPodLevelRequests: *boundFlag})
 		want, got, err := c.o.Verdicts(ctx, p)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)

@@ -24,8 +24,11 @@ type Podsafe struct{}
 // constraints count, on both sides.
 var spreadArgs = podtopologyspread.Args{DefaultingType: podtopologyspread.ListDefaulting}
 
-// Run computes podsafe's verdict on p.
-func (Podsafe) Run(ctx context.Context, p *Problem) (*Verdict, error) {
+// Run computes podsafe's verdict on p. PodTopologySpread scores the nodes
+// named in scoreOn, which should be upstream's feasible nodes, so that
+// scores are compared on the same nodes even where the filters disagree
+// (the filter part reports that); nil scores podsafe's own feasible nodes.
+func (Podsafe) Run(ctx context.Context, p *Problem, scoreOn []string) (*Verdict, error) {
 	pdbs := p.PDBs
 	fw, err := framework.NewFramework([]framework.PluginSpec{
 		{Factory: tainttoleration.New},
@@ -63,13 +66,24 @@ func (Podsafe) Run(ctx context.Context, p *Problem) (*Verdict, error) {
 			return nil, fmt.Errorf("podsafe filters on %s: %w", ni.Node().Name, st.AsError())
 		}
 	}
-	if len(feasible) > 0 {
-		if v.Score, err = podsafeScore(ctx, fw, p.Pod, feasible); err != nil {
-			return nil, err
+	toScore := feasible
+	if scoreOn != nil {
+		toScore = nil
+		for _, name := range scoreOn {
+			if ni := snap.Get(name); ni != nil {
+				toScore = append(toScore, ni)
+			}
 		}
-		return v, nil
 	}
 	v.Score.Skipped = true
+	if len(toScore) > 0 {
+		if v.Score, err = podsafeScore(ctx, fw, p.Pod, toScore); err != nil {
+			return nil, err
+		}
+	}
+	if len(feasible) > 0 {
+		return v, nil
+	}
 	v.Preemption = &PreemptionVerdict{}
 	res, st := fw.RunPostFilterPlugins(ctx, state, p.Pod, statuses)
 	switch {

@@ -199,6 +199,9 @@ func renumber(q *Problem) {
 			n.Labels[LabelHostname] = nn
 		}
 	}
+	if nn, ok := names[q.Pod.Status.NominatedNodeName]; ok {
+		q.Pod.Status.NominatedNodeName = nn
+	}
 	podNames := map[string]string{}
 	for i, pod := range q.Pods {
 		pn := "p" + strconv.Itoa(i)

@@ -175,6 +175,7 @@ func (u *Upstream) Run(ctx context.Context, p *Problem) (*Verdict, error) {
 		}
 		return v, nil
 	}
+	// No node to score: the scheduler goes to PostFilter instead.
 	v.Score.Skipped = true
 	if v.Preemption, err = u.preempt(ctx, c, state, p, v.Filter.Chain); err != nil {
 		return nil, err

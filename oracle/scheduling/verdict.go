@@ -94,6 +94,9 @@ func diffFilter(want, got *FilterVerdict) []string {
 	}
 	out = append(out, diffCodes("PodTopologySpread Filter", want.Spread, got.Spread)...)
 	out = append(out, diffCodes("NodeResourcesFit Filter", want.Fit, got.Fit)...)
+	// The whole profile, first rejection deciding, is what preemption sees;
+	// a difference here with none above lies in another filter.
+	out = append(out, diffCodes("profile filters", want.Chain, got.Chain)...)
 	return out
 }
 
@@ -138,12 +141,12 @@ func scoreString(s int64, ok bool) string {
 
 func diffPreemption(want, got *PreemptionVerdict) []string {
 	switch {
-	case want == nil && got == nil:
+	case (want == nil) != (got == nil):
+		// The filters disagree on whether any node is feasible: the filter
+		// part reports where; preemption is only compared where they agree.
 		return nil
 	case want == nil:
-		return []string{"DefaultPreemption: upstream found a feasible node (no preemption), podsafe found none"}
-	case got == nil:
-		return []string{"DefaultPreemption: podsafe found a feasible node (no preemption), upstream found none"}
+		return nil
 	}
 	if want.Node == "" || got.Node == "" {
 		if want.Node != got.Node {
