@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -65,6 +67,10 @@ type PodInfo struct {
 	Pod      *corev1.Pod
 	Requests Resource
 	Priority int32
+	// StartTime is status.startTime, zero while the kubelet has not started
+	// the pod; kept here so that preemption, which reads it for every pod
+	// of every candidate node, need not touch the pod object.
+	StartTime time.Time
 	// Affinity holds the pod's inter-pod affinity terms, nil if it has none
 	// (or only invalid ones, which the API would have refused).
 	Affinity *AffinityTerms
@@ -76,7 +82,11 @@ func NewPodInfo(pod *corev1.Pod) *PodInfo {
 	if err != nil {
 		aff = nil
 	}
-	return &PodInfo{Pod: pod, Requests: PodRequests(pod), Priority: corev1helpers.PodPriority(pod), Affinity: aff}
+	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod), Priority: corev1helpers.PodPriority(pod), Affinity: aff}
+	if st := pod.Status.StartTime; st != nil {
+		pi.StartTime = st.Time
+	}
+	return pi
 }
 
 // hasRequiredAntiAffinity reports whether the pod repels others for good.

@@ -18,10 +18,10 @@ type Candidate struct {
 // started yet (assumed, or bound but not running), as kube-scheduler's
 // GetPodStartTime has it.
 func startTime(pi *framework.PodInfo, now time.Time) time.Time {
-	if st := pi.Pod.Status.StartTime; st != nil {
-		return st.Time
+	if pi.StartTime.IsZero() {
+		return now
 	}
-	return now
+	return pi.StartTime
 }
 
 // moreImportant orders pods by priority, then the one that started first

@@ -4,8 +4,8 @@
 package defaultpreemption
 
 import (
+	"cmp"
 	"context"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -142,19 +142,19 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 	var best *Candidate
 	var bestKey candidateKey
 	beaten := func(i int) bool {
-		return best != nil && bestKey.unbeatableAbove(order.lowest[i], order.latestRest[i])
+		return best != nil && bestKey.unbeatableAbove(order[i].lowest, order[i].latestRest)
 	}
-	results := make([]*Candidate, min(len(order.nodes), want))
+	results := make([]*Candidate, min(len(order), want))
 	// Batches start small and double, so a search that ends early has not
 	// dry-run hundreds of nodes first.
 	grow := 8 * workers
-	for done := 0; done < len(order.nodes) && len(cands) < want && !beaten(done); grow *= 2 {
+	for done := 0; done < len(order) && len(cands) < want && !beaten(done); grow *= 2 {
 		if ctx.Err() != nil {
 			return nil
 		}
 		// Dry-run as many nodes as candidates are still missing, but enough
 		// to keep every worker busy, and none the best so far beats.
-		batch := min(len(order.nodes)-done, max(min(want-len(cands), grow), 8*workers))
+		batch := min(len(order)-done, max(min(want-len(cands), grow), 8*workers))
 		for n := 1; n < batch; n++ {
 			if beaten(done + n) {
 				batch = n
@@ -165,7 +165,7 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 			results = make([]*Candidate, batch)
 		}
 		framework.Parallelize(ctx, workers, batch, func(i int) {
-			results[i] = pl.selectVictims(ctx, state.Clone(), pod, order.nodes[done+i].Clone(), budgets, affinity, now)
+			results[i] = pl.selectVictims(ctx, state.Clone(), pod, order[done+i].ni.Clone(), budgets, affinity, now)
 		})
 		taken := 0
 		for ; taken < batch && len(cands) < want && !beaten(done+taken); taken++ {
@@ -185,68 +185,52 @@ func (pl *DefaultPreemption) FindCandidate(ctx context.Context, state *framework
 	return best
 }
 
-// searchOrder is the order nodes are dry-run in. For order i, lowest is
-// the lowest priority among nodes[i]'s pods that preemption may remove,
-// and latestRest the latest start of such pods of exactly that priority
-// on nodes[i] and the nodes after it of the same lowest priority: a bound
-// that only shrinks along a group, so whether the rest is beaten only
-// ever turns from false to true.
-type searchOrder struct {
-	nodes      []*framework.NodeInfo
-	lowest     []int32
-	latestRest []time.Time
+// searchEntry is one node in the order nodes are dry-run in. lowest is
+// the lowest priority among the node's pods that preemption may remove;
+// latestRest is the latest start of such pods of exactly that priority on
+// this node and the nodes after it with the same lowest priority: a bound
+// that only shrinks along a group, so whether the rest of the order is
+// beaten only ever turns from false to true.
+type searchEntry struct {
+	ni         *framework.NodeInfo
+	lowest     int32
+	latestRest time.Time
 }
 
 // lowestFirst orders nodes, taken round from start, by the lowest priority
-// among their pods of priority below below, lowest first; nodes without
-// such pods are left out, as no removal can make room on them.
-func lowestFirst(nodes []*framework.NodeInfo, start int, below int32, now time.Time) searchOrder {
-	type entry struct {
-		ni     *framework.NodeInfo
-		latest time.Time
-	}
-	groups := map[int32][]entry{}
-	var keys []int32
+// among their pods of priority below below, lowest first, keeping the
+// round order within a priority; nodes without such pods are left out, as
+// no removal can make room on them.
+func lowestFirst(nodes []*framework.NodeInfo, start int, below int32, now time.Time) []searchEntry {
+	order := make([]searchEntry, 0, len(nodes))
 	for i := range nodes {
 		ni := nodes[(start+i)%len(nodes)]
-		low, found := int32(math.MaxInt32), false
-		var latest time.Time
+		e, found := searchEntry{ni: ni}, false
 		for _, pi := range ni.Pods {
-			if pi.Priority >= below {
+			if pi.Priority >= below || (found && pi.Priority > e.lowest) {
 				continue
 			}
-			st := startTime(pi, now)
-			switch {
-			case !found || pi.Priority < low:
-				low, latest, found = pi.Priority, st, true
-			case pi.Priority == low && st.After(latest):
-				latest = st
+			switch st := startTime(pi, now); {
+			case !found || pi.Priority < e.lowest:
+				e.lowest, e.latestRest, found = pi.Priority, st, true
+			case st.After(e.latestRest):
+				e.latestRest = st
 			}
 		}
-		if !found {
-			continue
-		}
-		if _, ok := groups[low]; !ok {
-			keys = append(keys, low)
-		}
-		groups[low] = append(groups[low], entry{ni, latest})
-	}
-	slices.Sort(keys)
-	var o searchOrder
-	for _, k := range keys {
-		g := groups[k]
-		rest := make([]time.Time, len(g))
-		for i := len(g) - 1; i >= 0; i-- {
-			rest[i] = g[i].latest
-			if i+1 < len(g) && rest[i+1].After(rest[i]) {
-				rest[i] = rest[i+1]
-			}
-		}
-		for i, e := range g {
-			o.nodes, o.lowest, o.latestRest = append(o.nodes, e.ni), append(o.lowest, k), append(o.latestRest, rest[i])
+		if found {
+			order = append(order, e)
 		}
 	}
-	return o
+	byLowest := func(a, b searchEntry) int { return cmp.Compare(a.lowest, b.lowest) }
+	if !slices.IsSortedFunc(order, byLowest) {
+		slices.SortStableFunc(order, byLowest)
+	}
+	for i := len(order) - 2; i >= 0; i-- {
+		if order[i+1].lowest == order[i].lowest && order[i+1].latestRest.After(order[i].latestRest) {
+			order[i].latestRest = order[i+1].latestRest
+		}
+	}
+	return order
 }
 
 // selectVictims removes every lower-priority pod from ni; if the pod then
