@@ -23,7 +23,9 @@
 // really ran, and the recorded API calls: CheckAtMostOne (PS-1, PS-11, LC-3:
 // no pet runs twice at once, no UID on two nodes), CheckStorage (PS-15,
 // PS-14: RWO writes never interleave, a fenced node stays fenced),
-// CheckGrace (GP-R's bound on TERM and KILL, after restarts too) and
+// CheckGrace (GP-R's lower bound on TERM and KILL, after restarts too, and
+// the upper bound of LC-11: TERM by the grace deadline, KILL at most 2 s
+// later, even when a preStop hook hangs) and
 // CheckAuthority (PS-8, PS-9, PS-10, PS-14: who may force delete). Each
 // states in its doc comment the exact rule, its tolerance, and what it
 // approximates because the history does not record it.
