@@ -65,6 +65,6 @@ in a history on disk, and checks it against the guarantees of the pod lifecycle.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newTestCmd(), newCheckCmd(), newClusterCmd(), newListCmd(), newDeleteCmd(), newBugzooCmd(), newReportCmd(), newServeCmd())
+	root.AddCommand(newTestCmd(), newCheckCmd(), newClusterCmd(), newListCmd(), newDeleteCmd(), newBugzooCmd(), newReportCmd(), newServeCmd(), newKubeCmd())
 	return root
 }
