@@ -4,8 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 )
@@ -20,23 +18,21 @@ const (
 	kindReplicationController
 )
 
-// controllerKind classifies the pod's controller reference, by API group and
-// kind, and returns it.
+// controllerKind classifies the pod's controller reference and returns it.
+// Like kube-scheduler, it knows apps/v1 ReplicaSets and StatefulSets and
+// v1 ReplicationControllers only: a reference at another version (say
+// apps/v1beta2) is no workload.
 func controllerKind(pod *corev1.Pod) (workloadKind, *metav1.OwnerReference) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
 		return notWorkload, nil
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return notWorkload, nil
-	}
 	switch {
-	case gv.Group == "apps" && ref.Kind == "ReplicaSet":
+	case ref.APIVersion == "apps/v1" && ref.Kind == "ReplicaSet":
 		return kindReplicaSet, ref
-	case gv.Group == "apps" && ref.Kind == "StatefulSet":
+	case ref.APIVersion == "apps/v1" && ref.Kind == "StatefulSet":
 		return kindStatefulSet, ref
-	case gv.Group == "" && ref.Kind == "ReplicationController":
+	case ref.APIVersion == "v1" && ref.Kind == "ReplicationController":
 		return kindReplicationController, ref
 	}
 	return notWorkload, nil
@@ -72,7 +68,9 @@ type Workloads struct {
 // ReplicaSet, StatefulSet or ReplicationController controlling it. It is
 // nil when the pod belongs to none of them. A controller whose kind the API
 // does not serve is stood in for by the pod's own labels, as OwnerSelector
-// does; one the lister does not (or no longer) know adds nothing.
+// does; one the lister does not (or no longer) know adds nothing. As in
+// kube-scheduler, the controller is looked up by name: its UID is not
+// compared with the reference's.
 func (w Workloads) Selector(pod *corev1.Pod) labels.Selector {
 	set := labels.Set{}
 	belongs := false
@@ -99,22 +97,21 @@ func (w Workloads) Selector(pod *corev1.Pod) labels.Selector {
 		if w.ReplicaSets == nil {
 			return withPodLabels(sel, pod)
 		}
-		if rs, err := w.ReplicaSets.ReplicaSets(pod.Namespace).Get(ref.Name); err == nil && sameUID(ref, rs.UID) {
+		if rs, err := w.ReplicaSets.ReplicaSets(pod.Namespace).Get(ref.Name); err == nil {
 			owner = rs.Spec.Selector
 		}
 	case kindStatefulSet:
 		if w.StatefulSets == nil {
 			return withPodLabels(sel, pod)
 		}
-		if ss, err := w.StatefulSets.StatefulSets(pod.Namespace).Get(ref.Name); err == nil && sameUID(ref, ss.UID) {
+		if ss, err := w.StatefulSets.StatefulSets(pod.Namespace).Get(ref.Name); err == nil {
 			owner = ss.Spec.Selector
 		}
 	case kindReplicationController:
 		if w.ReplicationControllers == nil {
 			return withPodLabels(sel, pod)
 		}
-		if rc, err := w.ReplicationControllers.ReplicationControllers(pod.Namespace).Get(ref.Name); err == nil &&
-			sameUID(ref, rc.UID) && len(rc.Spec.Selector) > 0 {
+		if rc, err := w.ReplicationControllers.ReplicationControllers(pod.Namespace).Get(ref.Name); err == nil && len(rc.Spec.Selector) > 0 {
 			owner = &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}
 		}
 	}
@@ -161,10 +158,4 @@ func and(sel labels.Selector, reqs labels.Requirements) labels.Selector {
 		}
 	}
 	return sel
-}
-
-// sameUID reports whether the owner reference names the object with uid;
-// a reference without a UID names any object of its name.
-func sameUID(ref *metav1.OwnerReference, uid types.UID) bool {
-	return ref.UID == "" || ref.UID == uid
 }

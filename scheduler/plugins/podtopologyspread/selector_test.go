@@ -92,8 +92,16 @@ func TestWorkloadsSelector(t *testing.T) {
 			st.MakePod().Name("p").Namespace("other").Label("app", "api").Obj(), "<nil>"},
 		{"a pod of no workload", full, st.MakePod().Name("p").Label("app", "api").Obj(), "<nil>"},
 		{"the ReplicaSet's selector, with the Service's", full, ownedByRS("rs-uid").Obj(), "app=web,hash=abc"},
-		{"a ReplicaSet of another UID is not the owner", full,
-			ownedByRS("other-uid").Label("app", "api").Obj(), "<nil>"},
+		// Oracle seed 61: kube-scheduler finds the owner by name only.
+		{"a ReplicaSet of another UID is still the owner", full,
+			ownedByRS("other-uid").Label("app", "api").Obj(), "app=web,hash=abc"},
+		// Oracle seed 26: kube-scheduler knows apps/v1 ReplicaSets only.
+		{"a ReplicaSet reference at another version is no workload", full,
+			func() *corev1.Pod {
+				p := ownedByRS("rs-uid").Label("app", "api").Obj()
+				p.OwnerReferences[0].APIVersion = "apps/v1beta2"
+				return p
+			}(), "<nil>"},
 		{"the StatefulSet's selector", full,
 			st.MakePod().Name("p").Label("tier", "db").OwnedBy("StatefulSet", "ss").Obj(), "tier in (db)"},
 		{"the ReplicationController's selector", full,
