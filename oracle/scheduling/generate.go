@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Namespaces problems use: most pods share the incoming pod's namespace,
@@ -47,14 +49,19 @@ func (g *generator) chance(p float64) bool { return g.r.Float64() < p }
 func pick[T any](g *generator, xs ...T) T { return xs[g.r.IntN(len(xs))] }
 
 func (g *generator) problem() *Problem {
-	tight := g.chance(0.35)
+	tight := g.chance(0.4)
 	p := &Problem{}
-	for i := range 1 + g.r.IntN(7) {
+	nNodes := 1 + g.r.IntN(7)
+	if tight {
+		nNodes = 1 + g.r.IntN(5)
+	}
+	for i := range nNodes {
 		p.Nodes = append(p.Nodes, g.node(i, tight))
 	}
 	nPods := g.r.IntN(9)
 	if tight {
-		nPods = 3 + g.r.IntN(12)
+		// Enough pods to fill most nodes.
+		nPods = min(2*nNodes+g.r.IntN(2*nNodes+1), 14)
 	}
 	// Distinct start and creation times, so that the order of victims by
 	// importance is total (the two orders differ on purpose).
@@ -72,7 +79,87 @@ func (g *generator) problem() *Problem {
 	}
 	p.Pod = g.incoming(tight, p.Nodes)
 	p.Pod.CreationTimestamp = At(created[nPods] * 10)
+	if g.chance(0.3) {
+		g.workloads(p)
+	}
 	return p
+}
+
+// workloads makes the incoming pod part of a workload, usually without
+// constraints of its own, so the cluster's default constraints apply with
+// a selector taken from its owner and the Services selecting it (TS-9).
+func (g *generator) workloads(p *Problem) {
+	pod := p.Pod
+	if g.chance(0.7) {
+		pod.Spec.TopologySpreadConstraints = nil
+	}
+	ns := pod.Namespace
+	selector := func() *metav1.LabelSelector {
+		switch g.r.IntN(5) {
+		case 0:
+			return &metav1.LabelSelector{}
+		case 1:
+			return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}}
+		default:
+			if v, ok := pod.Labels["app"]; ok {
+				return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}}
+			}
+			return &metav1.LabelSelector{MatchLabels: map[string]string{"tier": pick(g, "fe", "be")}}
+		}
+	}
+	exists := g.chance(0.85)
+	meta := func(name, kind string) metav1.ObjectMeta {
+		uid := types.UID("uid-" + kind + "-" + name)
+		if g.chance(0.1) {
+			uid = "uid-a-predecessor"
+		}
+		return metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}
+	}
+	switch g.r.IntN(8) {
+	case 0, 1, 2, 3:
+		Owner(pod, pick(g, "apps/v1", "apps/v1", "apps/v1", "apps/v1beta2"), "ReplicaSet", "rs")
+		if exists {
+			p.ReplicaSets = append(p.ReplicaSets, &appsv1.ReplicaSet{ObjectMeta: meta("rs", "ReplicaSet"),
+				Spec: appsv1.ReplicaSetSpec{Selector: selector()}})
+		}
+	case 4, 5:
+		Owner(pod, "apps/v1", "StatefulSet", "ss")
+		if exists {
+			p.StatefulSets = append(p.StatefulSets, &appsv1.StatefulSet{ObjectMeta: meta("ss", "StatefulSet"),
+				Spec: appsv1.StatefulSetSpec{Selector: selector()}})
+		}
+	case 6:
+		Owner(pod, "v1", "ReplicationController", "rc")
+		if exists {
+			rc := &corev1.ReplicationController{ObjectMeta: meta("rc", "ReplicationController")}
+			if sel := selector(); sel.MatchLabels != nil {
+				rc.Spec.Selector = sel.MatchLabels
+			}
+			p.ReplicationControllers = append(p.ReplicationControllers, rc)
+		}
+	default:
+		Owner(pod, "batch/v1", "Job", "job")
+	}
+	for i := range g.r.IntN(3) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("svc%d", i)}}
+		if g.chance(0.15) {
+			svc.Namespace = NamespaceOther
+			if ns == NamespaceOther {
+				svc.Namespace = NamespaceDefault
+			}
+		}
+		switch g.r.IntN(5) {
+		case 0:
+			svc.Spec.Selector = map[string]string{}
+		case 1:
+		case 2:
+			svc.Spec.Selector = map[string]string{"tier": pick(g, "fe", "be")}
+		default:
+			svc.Spec.Selector = map[string]string{"app": pick(g, "web", "db")}
+		}
+		p.Services = append(p.Services, svc)
+	}
 }
 
 func (g *generator) node(i int, tight bool) *corev1.Node {
@@ -80,7 +167,7 @@ func (g *generator) node(i int, tight bool) *corev1.Node {
 	mem := pick(g, int64(1024), 2048, 4096)
 	pods := pick(g, int64(2), 3, 5, 10, 110)
 	if tight {
-		cpu, mem, pods = pick(g, int64(500), 1000, 2000), pick(g, int64(512), 1024, 2048), pick(g, int64(1), 2, 3, 4, 110)
+		cpu, mem, pods = pick(g, int64(1000), 1000, 2000), pick(g, int64(1024), 2048), pick(g, int64(1), 2, 3, 4, 110)
 	}
 	switch {
 	case g.chance(0.03):
@@ -117,7 +204,7 @@ func (g *generator) node(i int, tight bool) *corev1.Node {
 		n.Labels[LabelDisk] = pick(g, "ssd", "hdd")
 	}
 	for range g.r.IntN(3) {
-		if g.chance(0.4) {
+		if g.chance(0.6) {
 			break
 		}
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{
@@ -204,10 +291,10 @@ func (g *generator) decorate(pod *corev1.Pod, podLevel bool) {
 		}
 		req[name] = q
 	}
-	if g.chance(0.08) {
+	if g.chance(0.06) {
 		add(corev1.ResourceEphemeralStorage, resource.MustParse(pick(g, "512Mi", "2Gi")))
 	}
-	if g.chance(0.06) {
+	if g.chance(0.04) {
 		add(ResourceGPU, *resource.NewQuantity(1, resource.DecimalSI))
 	}
 	if g.chance(0.08) {
@@ -265,7 +352,10 @@ func (g *generator) incoming(tight bool, nodes []*corev1.Node) *corev1.Pod {
 	}
 	cpu, mem := pick(g, int64(0), 100, 250, 500, 1000), pick(g, int64(0), 128, 256, 512)
 	if tight {
-		cpu, mem = pick(g, int64(250), 500, 1000, 1500, 3000), pick(g, int64(0), 256, 512, 1024, 3000)
+		cpu, mem = pick(g, int64(250), 500, 1000, 1500), pick(g, int64(0), 256, 512, 1024)
+		if g.chance(0.05) {
+			cpu, mem = 3000, 3000 // more than any node has
+		}
 	}
 	pod := NewPod(ns, "incoming", cpu, mem)
 	pod.Labels = g.podLabels()
@@ -348,7 +438,7 @@ func (g *generator) constraint() corev1.TopologySpreadConstraint {
 	c := corev1.TopologySpreadConstraint{
 		MaxSkew:           int32(1 + g.r.IntN(3)),
 		TopologyKey:       pick(g, LabelHostname, LabelZone, LabelZone, LabelRegion, LabelRack),
-		WhenUnsatisfiable: pick(g, corev1.DoNotSchedule, corev1.DoNotSchedule, corev1.ScheduleAnyway),
+		WhenUnsatisfiable: pick(g, corev1.DoNotSchedule, corev1.ScheduleAnyway),
 	}
 	if c.WhenUnsatisfiable == corev1.DoNotSchedule && g.chance(0.3) {
 		m := int32(1 + g.r.IntN(4))

@@ -14,6 +14,7 @@ import (
 // packageAliases are the import names podsafe's tests give the packages
 // of the objects a reproducer holds.
 var packageAliases = map[string]string{
+	"k8s.io/api/apps/v1":                           "appsv1",
 	"k8s.io/api/core/v1":                           "corev1",
 	"k8s.io/api/policy/v1":                         "policyv1",
 	"k8s.io/apimachinery/pkg/apis/meta/v1":         "metav1",

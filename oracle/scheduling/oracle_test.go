@@ -55,10 +55,13 @@ func TestOracle(t *testing.T) {
 	for _, part := range []Part{PartFilter, PartScore, PartPreemption} {
 		t.Run(string(part), func(t *testing.T) {
 			list := c.all(t)
-			failures, exercised := 0, 0
+			failures, exercised, infeasible := 0, 0, 0
 			for _, oc := range list {
 				if exercises(part, oc.want) {
 					exercised++
+				}
+				if oc.want.Preemption != nil {
+					infeasible++
 				}
 				diffs := Diff(part, oc.want, oc.got)
 				if len(diffs) == 0 {
@@ -76,7 +79,7 @@ func TestOracle(t *testing.T) {
 				t.Errorf("seed %d disagrees (%d differences; shrunk from %s to %s):\n%s",
 					oc.seed, len(diffs), oc.p, small, Reproducer(name, part, small, want, smallDiffs))
 			}
-			t.Logf("%s: %d problems, %d exercise it, %d disagree", part, len(list), exercised, failures)
+			t.Logf("%s: %d problems (%d fit no node), %d exercise it, %d disagree", part, len(list), infeasible, exercised, failures)
 			if failures > 0 {
 				t.Errorf("%d of %d problems disagree in %s (rerun one: -oracle.seed N -oracle.cases 1)", failures, len(list), part)
 			}

@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/plugins/defaultpreemption"
@@ -20,9 +23,47 @@ import (
 // concurrent use.
 type Podsafe struct{}
 
-// spreadArgs turn off cluster default constraints: only the pod's own
-// constraints count, on both sides.
-var spreadArgs = podtopologyspread.Args{DefaultingType: podtopologyspread.ListDefaulting}
+// spreadArgs are the scheduler's: the built-in default constraints, with
+// the selector of the pod's workloads taken from listers over the
+// problem's Services and controllers, as the scheduler's informers give
+// it.
+func spreadArgs(p *Problem) (podtopologyspread.Args, error) {
+	idx := func(objs ...any) (cache.Indexer, error) {
+		i := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		for _, o := range objs {
+			if err := i.Add(o); err != nil {
+				return nil, fmt.Errorf("filling a podsafe lister: %w", err)
+			}
+		}
+		return i, nil
+	}
+	var w podtopologyspread.Workloads
+	var objs [4][]any
+	for _, o := range p.Services {
+		objs[0] = append(objs[0], o)
+	}
+	for _, o := range p.ReplicationControllers {
+		objs[1] = append(objs[1], o)
+	}
+	for _, o := range p.ReplicaSets {
+		objs[2] = append(objs[2], o)
+	}
+	for _, o := range p.StatefulSets {
+		objs[3] = append(objs[3], o)
+	}
+	var idxs [4]cache.Indexer
+	for i := range objs {
+		var err error
+		if idxs[i], err = idx(objs[i]...); err != nil {
+			return podtopologyspread.Args{}, err
+		}
+	}
+	w.Services = corelisters.NewServiceLister(idxs[0])
+	w.ReplicationControllers = corelisters.NewReplicationControllerLister(idxs[1])
+	w.ReplicaSets = appslisters.NewReplicaSetLister(idxs[2])
+	w.StatefulSets = appslisters.NewStatefulSetLister(idxs[3])
+	return podtopologyspread.Args{DefaultSelector: w.Selector}, nil
+}
 
 // Run computes podsafe's verdict on p. PodTopologySpread scores the nodes
 // named in scoreOn, which should be upstream's feasible nodes, so that
@@ -30,11 +71,15 @@ var spreadArgs = podtopologyspread.Args{DefaultingType: podtopologyspread.ListDe
 // (the filter part reports that); nil scores podsafe's own feasible nodes.
 func (Podsafe) Run(ctx context.Context, p *Problem, scoreOn []string) (*Verdict, error) {
 	pdbs := p.PDBs
+	args, err := spreadArgs(p)
+	if err != nil {
+		return nil, err
+	}
 	fw, err := framework.NewFramework([]framework.PluginSpec{
 		{Factory: tainttoleration.New},
 		{Factory: nodeaffinity.New},
 		{Factory: noderesources.NewFit},
-		{Factory: podtopologyspread.New(spreadArgs)},
+		{Factory: podtopologyspread.New(args)},
 		{Factory: defaultpreemption.New(defaultpreemption.Args{})},
 	}, framework.Options{PodDisruptionBudgets: func() []*policyv1.PodDisruptionBudget { return pdbs }})
 	if err != nil {
@@ -43,7 +88,7 @@ func (Podsafe) Run(ctx context.Context, p *Problem, scoreOn []string) (*Verdict,
 	snap := framework.NewSnapshot(p.Pods, p.Nodes)
 	fw.SetSnapshot(snap)
 	v := &Verdict{}
-	if err := podsafeFilter(ctx, fw, snap, p.Pod, &v.Filter); err != nil {
+	if err := podsafeFilter(ctx, fw, args, snap, p.Pod, &v.Filter); err != nil {
 		return nil, err
 	}
 	state := framework.NewCycleState()
@@ -77,7 +122,7 @@ func (Podsafe) Run(ctx context.Context, p *Problem, scoreOn []string) (*Verdict,
 	}
 	v.Score.Skipped = true
 	if len(toScore) > 0 {
-		if v.Score, err = podsafeScore(ctx, fw, p.Pod, toScore); err != nil {
+		if v.Score, err = podsafeScore(ctx, fw, args, p.Pod, toScore); err != nil {
 			return nil, err
 		}
 	}
@@ -95,9 +140,9 @@ func (Podsafe) Run(ctx context.Context, p *Problem, scoreOn []string) (*Verdict,
 	return v, nil
 }
 
-func podsafeFilter(ctx context.Context, fw *framework.Framework, snap *framework.Snapshot, pod *corev1.Pod, out *FilterVerdict) error {
+func podsafeFilter(ctx context.Context, fw *framework.Framework, args podtopologyspread.Args, snap *framework.Snapshot, pod *corev1.Pod, out *FilterVerdict) error {
 	out.Spread, out.Fit = map[string]string{}, map[string]string{}
-	p, err := podtopologyspread.New(spreadArgs)(fw)
+	p, err := podtopologyspread.New(args)(fw)
 	if err != nil {
 		return fmt.Errorf("building podsafe PodTopologySpread: %w", err)
 	}
@@ -128,8 +173,8 @@ func podsafeFilter(ctx context.Context, fw *framework.Framework, snap *framework
 	return nil
 }
 
-func podsafeScore(ctx context.Context, fw *framework.Framework, pod *corev1.Pod, feasible []*framework.NodeInfo) (ScoreVerdict, error) {
-	p, err := podtopologyspread.New(spreadArgs)(fw)
+func podsafeScore(ctx context.Context, fw *framework.Framework, args podtopologyspread.Args, pod *corev1.Pod, feasible []*framework.NodeInfo) (ScoreVerdict, error) {
+	p, err := podtopologyspread.New(args)(fw)
 	if err != nil {
 		return ScoreVerdict{}, fmt.Errorf("building podsafe PodTopologySpread: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,6 +35,13 @@ type Problem struct {
 	// Pods are the pods already bound to nodes (spec.nodeName set).
 	Pods []*corev1.Pod
 	PDBs []*policyv1.PodDisruptionBudget
+	// Services, ReplicaSets, StatefulSets and ReplicationControllers are
+	// the workloads the cluster's default spread constraints take their
+	// selector from (TS-9).
+	Services               []*corev1.Service
+	ReplicaSets            []*appsv1.ReplicaSet
+	StatefulSets           []*appsv1.StatefulSet
+	ReplicationControllers []*corev1.ReplicationController
 	// Pod is the incoming, unbound pod.
 	Pod *corev1.Pod
 }
@@ -50,23 +58,19 @@ func (p *Problem) Clone() *Problem {
 	for _, pdb := range p.PDBs {
 		out.PDBs = append(out.PDBs, pdb.DeepCopy())
 	}
+	for _, o := range p.Services {
+		out.Services = append(out.Services, o.DeepCopy())
+	}
+	for _, o := range p.ReplicaSets {
+		out.ReplicaSets = append(out.ReplicaSets, o.DeepCopy())
+	}
+	for _, o := range p.StatefulSets {
+		out.StatefulSets = append(out.StatefulSets, o.DeepCopy())
+	}
+	for _, o := range p.ReplicationControllers {
+		out.ReplicationControllers = append(out.ReplicationControllers, o.DeepCopy())
+	}
 	return out
-}
-
-// Size is a rough measure of a problem, which shrinking makes smaller.
-func (p *Problem) Size() int {
-	n := len(p.Nodes)*4 + len(p.Pods)*3 + len(p.PDBs)*2
-	for _, node := range p.Nodes {
-		n += len(node.Labels) + len(node.Spec.Taints)
-	}
-	for _, pod := range p.Pods {
-		n += len(pod.Labels)
-	}
-	n += len(p.Pod.Labels) + len(p.Pod.Spec.Tolerations) + len(p.Pod.Spec.NodeSelector)
-	for _, c := range p.Pod.Spec.TopologySpreadConstraints {
-		n += 3 + len(c.MatchLabelKeys)
-	}
-	return n
 }
 
 // The label keys problems use.
@@ -136,6 +140,14 @@ func NewPDB(ns, name string, sel *metav1.LabelSelector, allowed int32) *policyv1
 
 // String names the problem's shape for logs.
 func (p *Problem) String() string {
-	return fmt.Sprintf("%d nodes, %d pods, %d budgets, %d constraints", len(p.Nodes), len(p.Pods), len(p.PDBs),
-		len(p.Pod.Spec.TopologySpreadConstraints))
+	return fmt.Sprintf("%d nodes, %d pods, %d budgets, %d workloads, %d constraints", len(p.Nodes), len(p.Pods), len(p.PDBs),
+		len(p.Services)+len(p.ReplicaSets)+len(p.StatefulSets)+len(p.ReplicationControllers), len(p.Pod.Spec.TopologySpreadConstraints))
+}
+
+// Owner makes kind/name (a ReplicaSet, StatefulSet or
+// ReplicationController) the controller of pod.
+func Owner(pod *corev1.Pod, apiVersion, kind, name string) {
+	yes := true
+	pod.OwnerReferences = append(pod.OwnerReferences, metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name,
+		UID: types.UID("uid-" + kind + "-" + name), Controller: &yes})
 }

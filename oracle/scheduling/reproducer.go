@@ -27,6 +27,18 @@ func Reproducer(name string, part Part, p *Problem, want *Verdict, diffs []strin
 	if len(p.PDBs) > 0 {
 		fmt.Fprintf(&b, "\tpdbs: %s,\n", GoLiteralIndent(p.PDBs, 1))
 	}
+	if len(p.Services) > 0 {
+		fmt.Fprintf(&b, "\tservices: %s,\n", GoLiteralIndent(p.Services, 1))
+	}
+	if len(p.ReplicaSets) > 0 {
+		fmt.Fprintf(&b, "\treplicaSets: %s,\n", GoLiteralIndent(p.ReplicaSets, 1))
+	}
+	if len(p.StatefulSets) > 0 {
+		fmt.Fprintf(&b, "\tstatefulSets: %s,\n", GoLiteralIndent(p.StatefulSets, 1))
+	}
+	if len(p.ReplicationControllers) > 0 {
+		fmt.Fprintf(&b, "\treplicationControllers: %s,\n", GoLiteralIndent(p.ReplicationControllers, 1))
+	}
 	fmt.Fprintf(&b, "\tpod: %s,\n", GoLiteralIndent(p.Pod, 1))
 	switch part {
 	case PartFilter:

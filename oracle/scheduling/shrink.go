@@ -66,6 +66,26 @@ func reductions(p *Problem) []*Problem {
 	for i := range p.PDBs {
 		edit(func(q *Problem) { q.PDBs = append(q.PDBs[:i], q.PDBs[i+1:]...) })
 	}
+	for i := range p.Services {
+		edit(func(q *Problem) { q.Services = append(q.Services[:i], q.Services[i+1:]...) })
+	}
+	for i := range p.ReplicaSets {
+		edit(func(q *Problem) { q.ReplicaSets = append(q.ReplicaSets[:i], q.ReplicaSets[i+1:]...) })
+	}
+	for i := range p.StatefulSets {
+		edit(func(q *Problem) { q.StatefulSets = append(q.StatefulSets[:i], q.StatefulSets[i+1:]...) })
+	}
+	for i := range p.ReplicationControllers {
+		edit(func(q *Problem) {
+			q.ReplicationControllers = append(q.ReplicationControllers[:i], q.ReplicationControllers[i+1:]...)
+		})
+	}
+	if len(p.Pod.OwnerReferences) > 0 {
+		edit(func(q *Problem) { q.Pod.OwnerReferences = nil })
+	}
+	if p.Pod.Status.NominatedNodeName != "" {
+		edit(func(q *Problem) { q.Pod.Status.NominatedNodeName = "" })
+	}
 	for i := range p.Pod.Spec.TopologySpreadConstraints {
 		edit(func(q *Problem) {
 			cs := q.Pod.Spec.TopologySpreadConstraints
@@ -102,6 +122,14 @@ func reductions(p *Problem) []*Problem {
 				q.Nodes[i].Spec.Taints = append(q.Nodes[i].Spec.Taints[:j], q.Nodes[i].Spec.Taints[j+1:]...)
 			})
 		}
+		for name := range n.Status.Allocatable {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourcePods {
+				edit(func(q *Problem) {
+					delete(q.Nodes[i].Status.Allocatable, name)
+					delete(q.Nodes[i].Status.Capacity, name)
+				})
+			}
+		}
 		if len(n.Status.Allocatable) > 0 && !isDefaultAllocatable(n) {
 			edit(func(q *Problem) { setDefaultAllocatable(q.Nodes[i]) })
 		}
@@ -110,6 +138,9 @@ func reductions(p *Problem) []*Problem {
 		at := func(q *Problem) *corev1.Pod { return q.Pods[i] }
 		for k := range pod.Labels {
 			edit(func(q *Problem) { delete(at(q).Labels, k) })
+		}
+		if len(pod.Status.Conditions) > 0 {
+			edit(func(q *Problem) { at(q).Status.Conditions = nil })
 		}
 		if pod.DeletionTimestamp != nil {
 			edit(func(q *Problem) { at(q).DeletionTimestamp, at(q).DeletionGracePeriodSeconds = nil, nil })

@@ -11,6 +11,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -104,9 +105,8 @@ func (u *Upstream) newCycle(ctx context.Context, p *Problem) (*upstreamCycle, er
 			Score:     enabled(podtopologyspread.Name),
 		},
 		PluginConfig: []config.PluginConfig{
-			// List defaulting without constraints: only the pod's own
-			// constraints count, as in podsafe's profile for the oracle.
-			{Name: podtopologyspread.Name, Args: &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}},
+			// System defaulting, as both schedulers run by default.
+			{Name: podtopologyspread.Name, Args: &config.PodTopologySpreadArgs{DefaultingType: config.SystemDefaulting}},
 			{Name: nodeaffinity.Name, Args: &config.NodeAffinityArgs{}},
 			{Name: noderesources.Name, Args: &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
 				Type:      config.LeastAllocated,
@@ -115,6 +115,11 @@ func (u *Upstream) newCycle(ctx context.Context, p *Problem) (*upstreamCycle, er
 		},
 	}
 	informerFactory := informers.NewSharedInformerFactory(clientsetfake.NewClientset(), 0)
+	// The listers read the informers' stores, filled here without starting
+	// the informers.
+	if err := fillStores(informerFactory, p); err != nil {
+		return nil, err
+	}
 	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithSnapshotSharedLister(c.snap),
 		frameworkruntime.WithMutableSnapshotLister(c.snap),
@@ -387,3 +392,39 @@ func (noNominations) UpdateNominatedPod(klog.Logger, *corev1.Pod, fwk.PodInfo)  
 func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo                     { return nil }
 
 var _ fwk.PodNominator = noNominations{}
+
+// fillStores puts the problem's workloads into the informers' stores.
+func fillStores(f informers.SharedInformerFactory, p *Problem) error {
+	add := func(inf cache.SharedIndexInformer, obj any) error {
+		if err := inf.GetIndexer().Add(obj); err != nil {
+			return fmt.Errorf("filling the upstream informer store: %w", err)
+		}
+		return nil
+	}
+	for _, o := range p.Services {
+		if err := add(f.Core().V1().Services().Informer(), o); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.ReplicationControllers {
+		if err := add(f.Core().V1().ReplicationControllers().Informer(), o); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.ReplicaSets {
+		if err := add(f.Apps().V1().ReplicaSets().Informer(), o); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.StatefulSets {
+		if err := add(f.Apps().V1().StatefulSets().Informer(), o); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.PDBs {
+		if err := add(f.Policy().V1().PodDisruptionBudgets().Informer(), o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
