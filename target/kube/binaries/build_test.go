@@ -61,6 +61,7 @@ func fakeGo(t *testing.T) string {
 	for _, m := range []struct{ dir, gomod, deps string }{
 		{"k8s.io/kubernetes@v1.37.2", releaseGoMod, dependenciesYAML},
 		{"k8s.io/kubernetes@v1.36.3", releaseGoMod, strings.ReplaceAll(dependenciesYAML, "3.7.0", "3.6.0")},
+		{"k8s.io/kubernetes@v1.13.0", releaseGoMod, ""}, // older than build/dependencies.yaml
 		{"go.etcd.io/etcd/server/v3@v3.7.3", "module go.etcd.io/etcd/server/v3\n\ngo 1.26.0\n", ""},
 		{"go.etcd.io/etcd/server/v3@v3.6.16", "module go.etcd.io/etcd/server/v3\n\ngo 1.24.0\n", ""},
 	} {
@@ -358,6 +359,9 @@ func TestBuildResolvesEtcd(t *testing.T) {
 	got, err := ResolveEtcdVersion(context.Background(), goCmd, "v1.37.2")
 	if err != nil || got != DefaultEtcdVersion {
 		t.Errorf("ResolveEtcdVersion(v1.37.2) = %q, %v; want %s", got, err, DefaultEtcdVersion)
+	}
+	if _, err := Build(context.Background(), Options{CacheDir: cache, Go: goCmd, Versions: Versions{Kubernetes: "v1.13.0"}}); !errors.Is(err, ErrNoEtcdVersion) || !strings.Contains(err.Error(), "--etcd-version") {
+		t.Errorf("kubernetes v1.13.0 (no build/dependencies.yaml): err = %v, want ErrNoEtcdVersion asking for --etcd-version", err)
 	}
 	if _, err := ResolveEtcdVersion(context.Background(), goCmd, "v1.99.0"); !errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "v1.37.2") {
 		t.Errorf("ResolveEtcdVersion(v1.99.0): err = %v, want ErrNotServed listing the served", err)

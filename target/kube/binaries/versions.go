@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -227,6 +229,9 @@ func (g *goCmd) resolveEtcd(ctx context.Context, kubernetes string) (string, err
 	}
 	deps := filepath.Join(m.Dir, "build", "dependencies.yaml")
 	b, err := os.ReadFile(deps)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("kubernetes %s: %w: the release has no build/dependencies.yaml; give the etcd version (--etcd-version)", kubernetes, ErrNoEtcdVersion)
+	}
 	if err != nil {
 		return "", fmt.Errorf("reading the etcd version of kubernetes %s: %w", kubernetes, err)
 	}
