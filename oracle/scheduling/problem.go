@@ -7,7 +7,17 @@
 // literal.
 //
 // The package lives in its own module (oracle/) so that the main module
-// never depends on k8s.io/kubernetes.
+// never depends on k8s.io/kubernetes. TestOracle runs it: one subtest per
+// compared part (filter, score, preemption), so one part can be rerun on
+// its own:
+//
+//	cd oracle && go test -count=1 -run 'TestOracle/preemption' ./scheduling/
+//	cd oracle && go test -run TestOracle ./scheduling/ -oracle.seed 2049 -oracle.cases 1
+//
+// Flags: -oracle.seed (first seed, 1), -oracle.cases (3000),
+// -oracle.reproducers (failures shrunk and printed per part, 3) and
+// -oracle.bound-pod-level (bound pods with sidecars and pod-level
+// requests, which podsafe's framework does not account yet).
 package scheduling
 
 import (
