@@ -69,8 +69,12 @@ type Request struct {
 	// Old is the stored object for update, patch, delete and subresources;
 	// nil for create.
 	Old runtime.Object
-	// GracePeriodSeconds is the effective grace of a pod deletion after GP-6
-	// (0 for unscheduled and terminal pods); nil for other requests.
+	// GracePeriodSeconds is the grace a pod deletion leaves by GP-6 and
+	// PS-3 (GracefulDelete): 0 when it removes the pod at once (a first
+	// DELETE of an unscheduled or terminal pod, grace 0, or a later DELETE
+	// that shortens a pending deletion to 0), else the
+	// deletionGracePeriodSeconds it leaves (a pending deletion's own when it
+	// changes nothing); nil for other requests.
 	GracePeriodSeconds *int64
 	// Node is the stored Node a pod is bound to, for requests whose decision
 	// depends on it (force deletion, node-controller status writes); nil when
@@ -198,7 +202,8 @@ func authorizePod(req Request) Decision {
 }
 
 // authorizePodDelete lets anyone delete gracefully and reserves force
-// deletion of a bound, non-terminal pod.
+// deletion of a bound, non-terminal pod: any DELETE that removes it at once,
+// the first or a later one shortening a pending deletion to 0.
 func authorizePodDelete(req Request) Decision {
 	old, _ := req.Old.(*corev1.Pod)
 	if old == nil || req.GracePeriodSeconds == nil || *req.GracePeriodSeconds > 0 {

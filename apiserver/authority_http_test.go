@@ -112,6 +112,23 @@ func TestAuthorityForceDeletion(t *testing.T) {
 		{name: "PS-14 fencing controller force deletes on a fenced node", identity: IdentityFencingController, setup: seedRunning(lost, fenced), do: forceDeletePod("p")},
 		{name: "GP-6 anyone deletes an unscheduled pod with grace 0", identity: IdentityWorkload,
 			setup: func(t *testing.T, e *testEnv) { e.seedPod(makePod("p").obj()) }, do: forceDeletePod("p")},
+		{name: "PS-9 node controller may not finish a terminating pod with grace 0", identity: IdentityNodeController, setup: terminatingOnNode1, do: forceDeletePod("p"), rule: RuleForceDelete},
+		{name: "PS-9 a second DELETE without a grace is pending though the spec's grace is 0", identity: IdentityWorkload,
+			setup: func(t *testing.T, e *testEnv) {
+				e.seedNode(makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionTrue).obj())
+				e.seedPod(makePod("p").node("node-1").grace(0).phase(corev1.PodRunning).obj())
+				if err := e.client(IdentityWorkload).CoreV1().Pods("default").Delete(testCtx(t), "p", metav1.DeleteOptions{GracePeriodSeconds: int64p(20)}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			do: func(ctx context.Context, c kubernetes.Interface) error {
+				return c.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{})
+			}},
+		{name: "GP-6 a second DELETE with grace 0 of a pod turned Succeeded is no force deletion", identity: IdentityReplicaSetController,
+			setup: func(t *testing.T, e *testEnv) {
+				terminatingOnNode1(t, e)
+				e.setPhase("p", corev1.PodSucceeded)
+			}, do: forceDeletePod("p")},
 		{name: "PS-9 eviction with grace 0 refused before it uses the budget", identity: IdentityWorkload,
 			setup: func(t *testing.T, e *testEnv) {
 				seedRunning()(t, e)

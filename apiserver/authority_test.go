@@ -3,6 +3,7 @@ package apiserver
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -34,14 +35,21 @@ func TestAuthorize(t *testing.T) {
 	tokenless.Annotations = nil
 	unfencedNode := makeNode("node-1").condition(corev1.NodeReady, corev1.ConditionUnknown).condition(FencedCondition, corev1.ConditionFalse).obj()
 
-	forceDelete := func(id string, pod *corev1.Pod, node *corev1.Node) Request {
+	// deletion is a pod DELETE asking for grace at testStart + 5 s, with the
+	// grace the server hands Authorize (GracefulDelete's, 0 for at once).
+	deletion := func(id string, pod *corev1.Pod, grace *int64, node *corev1.Node) Request {
+		upd, outcome := GracefulDelete(pod, grace, testStart.Add(5*time.Second))
 		return Request{Identity: id, Verb: VerbDelete, Resource: grPods, Namespace: "default", Name: "p",
-			Old: pod, GracePeriodSeconds: int64p(EffectiveGracePeriod(pod, int64p(0))), Node: node}
+			Old: pod, GracePeriodSeconds: int64p(leftGrace(upd, outcome)), Node: node}
+	}
+	forceDelete := func(id string, pod *corev1.Pod, node *corev1.Node) Request {
+		return deletion(id, pod, int64p(0), node)
 	}
 	gracefulDelete := func(id string, pod *corev1.Pod) Request {
-		return Request{Identity: id, Verb: VerbDelete, Resource: grPods, Namespace: "default", Name: "p",
-			Old: pod, GracePeriodSeconds: int64p(EffectiveGracePeriod(pod, nil))}
+		return deletion(id, pod, nil, nil)
 	}
+	terminatingSpec0 := makePod("p").node("node-1").grace(0).phase(corev1.PodRunning).terminating(testStart.Add(20*time.Second), 20).obj()
+	turnedSucceeded := makePod("p").node("node-1").phase(corev1.PodSucceeded).terminating(testStart.Add(30*time.Second), 30).obj()
 	withStatus := func(p *corev1.Pod, change func(*corev1.PodStatus)) *corev1.Pod {
 		p = p.DeepCopy()
 		change(&p.Status)
@@ -102,6 +110,13 @@ func TestAuthorize(t *testing.T) {
 		{"GP-6 unscheduled pod is not a force deletion", forceDelete(IdentityWorkload, unbound, nil), allowed},
 		{"GP-6 succeeded pod is not a force deletion", forceDelete(IdentityReplicaSetController, succeeded, readyNode), allowed},
 		{"GP-6 failed pod is not a force deletion", forceDelete(IdentityNodeController, failed, readyNode), allowed},
+		{"PS-9 a second DELETE shortening to 0 is a force deletion", forceDelete(IdentityNodeController, terminating, lostNode), refusedBy(RuleForceDelete)},
+		{"PS-14 fencing controller finishes a terminating pod on a fenced node", forceDelete(IdentityFencingController, terminating, fencedNode), allowed},
+		{"PS-9 a second DELETE without a grace is pending, not a force deletion, though the spec's grace is 0", gracefulDelete(IdentityWorkload, terminatingSpec0), allowed},
+		{"PS-9 a second DELETE with a shorter grace is graceful", deletion(IdentityPetController, terminating, int64p(1), lostNode), allowed},
+		{"PS-9 a second DELETE shortening an overrun deadline is graceful (grace 1)", deletion(IdentityNodeController, makePod("p").node("node-1").phase(corev1.PodRunning).terminating(testStart.Add(2*time.Second), 2).obj(), int64p(1), lostNode), allowed},
+		{"GP-6 a second DELETE of a pod turned succeeded is pending", gracefulDelete(IdentityReplicaSetController, turnedSucceeded), allowed},
+		{"GP-6 a second DELETE with grace 0 of a pod turned succeeded is not a force deletion", forceDelete(IdentityReplicaSetController, turnedSucceeded, readyNode), allowed},
 		{"PS-9 eviction with grace 0 is a force deletion", func() Request {
 			r := forceDelete(IdentityWorkload, bound, readyNode)
 			r.Verb, r.Subresource = VerbCreate, subEviction

@@ -23,12 +23,14 @@ import (
 
 var gvkDeleteOptions = metav1.SchemeGroupVersion.WithKind("DeleteOptions")
 
-// EffectiveGracePeriod is GP-6: the grace period the API server gives a pod
-// deletion. It is requested (DeleteOptions.gracePeriodSeconds) if given, else
-// spec.terminationGracePeriodSeconds, else 30; a negative value becomes 1;
-// and an unscheduled pod or one in phase Succeeded or Failed is deleted at
-// once (0), since nothing of it can be running. 0 removes the object at
-// once; anything else marks the pod terminating. It is pure.
+// EffectiveGracePeriod is GP-6: the grace period the API server gives the
+// first deletion of a pod. It is requested (DeleteOptions.gracePeriodSeconds)
+// if given, else spec.terminationGracePeriodSeconds, else 30; a negative
+// value becomes 1; and an unscheduled pod or one in phase Succeeded or
+// Failed is deleted at once (0), since nothing of it can be running. 0
+// removes the object at once; anything else marks the pod terminating. It is
+// pure. It is kube-apiserver's pod strategy CheckGracefulDelete; a pod
+// already terminating is GracefulDelete's to decide.
 func EffectiveGracePeriod(pod *corev1.Pod, requested *int64) int64 {
 	if pod.Spec.NodeName == "" || podTerminal(pod) {
 		return 0
@@ -44,6 +46,116 @@ func EffectiveGracePeriod(pod *corev1.Pod, requested *int64) int64 {
 		g = 1
 	}
 	return g
+}
+
+// DeleteOutcome is what a DELETE does to a pod (GracefulDelete).
+type DeleteOutcome int
+
+// The outcomes of a pod DELETE.
+const (
+	// DeleteNow removes the object at once.
+	DeleteNow DeleteOutcome = iota + 1
+	// DeleteGraceful stores the pod terminating, or terminating sooner,
+	// with a new deletionTimestamp and deletionGracePeriodSeconds.
+	DeleteGraceful
+	// DeletePending leaves a graceful deletion already under way as it is:
+	// nothing is written, and the answer is the pod (200).
+	DeletePending
+)
+
+func (o DeleteOutcome) String() string {
+	switch o {
+	case DeleteNow:
+		return "delete-now"
+	case DeleteGraceful:
+		return "graceful"
+	case DeletePending:
+		return "pending"
+	}
+	return fmt.Sprintf("DeleteOutcome(%d)", int(o))
+}
+
+// GracefulDelete is GP-6 and PS-3: what a DELETE asking for the grace
+// requested (DeleteOptions.gracePeriodSeconds, nil when not given) does to
+// pod at now, by kube-apiserver v1.37.2's rules (rest.BeforeDelete, the pod
+// strategy's CheckGracefulDelete and the generic registry's Delete, for a pod
+// without finalizers). A negative request counts as 1.
+//
+// The first deletion (no deletionTimestamp yet) takes EffectiveGracePeriod:
+// 0 deletes at once, anything else marks the pod terminating with
+// deletionTimestamp now + grace and bumps a set metadata.generation.
+//
+// A pod already terminating is not judged again by its spec, node or phase:
+// with deletionGracePeriodSeconds nil or 0 it is deleted at once (a deletion
+// left half done); with no grace requested, or one no shorter than its
+// deletionGracePeriodSeconds, the deletion is pending and nothing changes
+// (PS-3: never lengthened); a shorter grace g moves the deadline to the
+// deletion's start (deletionTimestamp - deletionGracePeriodSeconds) + g,
+// and when that is already past, to now with grace 1 (g 0 deletes at once).
+// So the grace values are compared, not the deadlines, and a deadline
+// already overrun may move to now, later than before.
+//
+// updated is a copy of pod as the DELETE leaves it: as stored for
+// DeleteGraceful, with every deadline rounded up to the whole second it is
+// stored at (so the encoding never shortens a grace); as answered for
+// DeletePending; as last seen before removal for DeleteNow
+// (deletionGracePeriodSeconds 0 when this DELETE set it). It is pure: no
+// store, no authority (Server.deletePod applies PS-8..PS-10, PS-14 to the
+// outcome), and pod is not modified.
+func GracefulDelete(pod *corev1.Pod, requested *int64, now time.Time) (updated *corev1.Pod, outcome DeleteOutcome) {
+	out := pod.DeepCopy()
+	var g *int64
+	if requested != nil {
+		v := *requested
+		if v < 0 {
+			v = 1
+		}
+		g = &v
+	}
+	if out.DeletionTimestamp == nil {
+		period := EffectiveGracePeriod(out, g)
+		deadline := metav1.NewTime(now.Add(time.Duration(period) * time.Second))
+		if period > 0 {
+			deadline = metav1.NewTime(ceilSecond(deadline.Time))
+		}
+		out.DeletionTimestamp, out.DeletionGracePeriodSeconds = &deadline, &period
+		if out.Generation > 0 {
+			out.Generation++
+		}
+		if period == 0 {
+			return out, DeleteNow
+		}
+		return out, DeleteGraceful
+	}
+	if d := out.DeletionGracePeriodSeconds; d != nil && *d < 0 {
+		one := int64(1)
+		out.DeletionGracePeriodSeconds = &one
+	}
+	d := out.DeletionGracePeriodSeconds
+	switch {
+	case d == nil || *d == 0:
+		return pod.DeepCopy(), DeleteNow
+	case g == nil || *g >= *d:
+		return out, DeletePending
+	}
+	// Shorten: the deletion keeps its start and ends g after it.
+	period := *g
+	deadline := out.DeletionTimestamp.Add(time.Duration(period-*d) * time.Second)
+	if deadline.Before(now) {
+		deadline = now
+		if period != 0 {
+			period = 1
+		}
+	}
+	if period > 0 {
+		deadline = ceilSecond(deadline)
+	}
+	ts := metav1.NewTime(deadline)
+	out.DeletionTimestamp, out.DeletionGracePeriodSeconds = &ts, &period
+	if period == 0 {
+		return out, DeleteNow
+	}
+	return out, DeleteGraceful
 }
 
 // deleteOptions reads DeleteOptions from the query and the body (JSON or
@@ -149,11 +261,11 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	writeJSON(w, http.StatusOK, st)
 }
 
-// deletePod deletes a pod by GP-6 and PS-3: at once when the effective grace
-// is 0 (subject to the force-deletion authority), otherwise by marking it
-// terminating with deletionTimestamp = now + grace; a second deletion may
-// only bring that deadline forward. It is a compare-and-swap loop on the
-// pod's resourceVersion, and returns the pod as deleted or as now stored.
+// deletePod deletes a pod by GP-6 and PS-3 as GracefulDelete decides: at
+// once (subject to the force-deletion authority), by marking it terminating
+// or terminating sooner, or not at all when a graceful deletion is pending.
+// It is a compare-and-swap loop on the pod's resourceVersion, and returns the
+// pod as deleted, as now stored, or (pending) as it stands.
 func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.DeleteOptions, verb string) (*corev1.Pod, error) {
 	key := ri.key()
 	sub := ""
@@ -173,7 +285,12 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if err := checkDeletePreconditions(grPods, ri.name, pod, opts); err != nil {
 			return nil, err
 		}
-		grace := EffectiveGracePeriod(pod, opts.GracePeriodSeconds)
+		now := s.clock.Now()
+		out, outcome := GracefulDelete(pod, opts.GracePeriodSeconds, now)
+		if outcome == DeletePending {
+			out, outcome = lengthenGrace(pod, out, opts.GracePeriodSeconds, now)
+		}
+		grace := leftGrace(out, outcome)
 		req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: grPods, Subresource: sub,
 			Namespace: ri.namespace, Name: ri.name, Old: pod, GracePeriodSeconds: &grace}
 		if grace == 0 && pod.Spec.NodeName != "" && !podTerminal(pod) {
@@ -185,49 +302,22 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 			return nil, err
 		}
 
-		if grace == 0 {
-			deleted, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})
+		switch outcome {
+		case DeletePending:
+			// As kube-apiserver answers a pending graceful deletion: 200
+			// with the pod, nothing written.
+			return out, nil
+		case DeleteNow:
+			_, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})
 			if errors.Is(err, raftstore.ErrConflict) && attempt < s.cfg.MaxConflictRetries {
 				continue
 			}
 			if err != nil {
 				return nil, storeError(err, grPods, ri.name)
 			}
-			obj, err := ri.res.decodeStored(deleted.Data)
-			if err != nil {
-				return nil, err
-			}
-			// Report the deletion as kube-apiserver does: deletionTimestamp
-			// now (or the earlier one) and deletionGracePeriodSeconds 0.
-			out := obj.(*corev1.Pod)
-			now := metav1.NewTime(s.clock.Now())
-			if out.DeletionTimestamp == nil || out.DeletionTimestamp.After(now.Time) {
-				out.DeletionTimestamp = &now
-			}
-			zero := int64(0)
-			out.DeletionGracePeriodSeconds = &zero
+			// The precondition made the removed object the one decided on.
 			return out, nil
 		}
-
-		// Round the deadline up to the second, the resolution it is stored
-		// at, so the grace is never shortened by the encoding (PS-3).
-		deadline := metav1.NewTime(ceilSecond(s.clock.Now().Add(time.Duration(grace) * time.Second)))
-		if pod.DeletionTimestamp != nil && !deadline.Before(pod.DeletionTimestamp) {
-			lengthen := false
-			// Planted bug "api-lengthens-grace" (bug zoo): a second deletion
-			// asking for a longer grace than the pod's
-			// deletionGracePeriodSeconds lengthens it (breaks PS-3).
-			failpoint.Inject("lengthenGrace", func() {
-				lengthen = pod.DeletionGracePeriodSeconds != nil && grace > *pod.DeletionGracePeriodSeconds
-			})
-			if !lengthen {
-				// PS-3: a deletion may shorten the grace, never lengthen it.
-				return pod, nil
-			}
-		}
-		out := pod.DeepCopy()
-		out.DeletionTimestamp = &deadline
-		out.DeletionGracePeriodSeconds = &grace
 		data, err := ri.res.encodeForStore(out)
 		if err != nil {
 			return nil, err
@@ -245,6 +335,36 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 		}
 		return obj.(*corev1.Pod), nil
 	}
+}
+
+// leftGrace is the grace a deletion leaves, as the authority judges it
+// (Request.GracePeriodSeconds): 0 when it removes the pod at once, whichever
+// DELETE that is, else the deletionGracePeriodSeconds it leaves.
+func leftGrace(updated *corev1.Pod, outcome DeleteOutcome) int64 {
+	if outcome == DeleteNow || updated.DeletionGracePeriodSeconds == nil {
+		return 0
+	}
+	return *updated.DeletionGracePeriodSeconds
+}
+
+// lengthenGrace is the planted bug "api-lengthens-grace" (bug zoo): a
+// pending deletion asking for a longer grace than the pod's
+// deletionGracePeriodSeconds (requested, or the spec's when none is)
+// lengthens it, counted from now (breaks PS-3). Without the failpoint it
+// returns pending unchanged.
+func lengthenGrace(pod, pending *corev1.Pod, requested *int64, now time.Time) (*corev1.Pod, DeleteOutcome) {
+	lengthen := false
+	grace := EffectiveGracePeriod(pod, requested)
+	failpoint.Inject("lengthenGrace", func() {
+		lengthen = pod.DeletionGracePeriodSeconds != nil && grace > *pod.DeletionGracePeriodSeconds
+	})
+	if !lengthen {
+		return pending, DeletePending
+	}
+	out := pod.DeepCopy()
+	deadline := metav1.NewTime(ceilSecond(now.Add(time.Duration(grace) * time.Second)))
+	out.DeletionTimestamp, out.DeletionGracePeriodSeconds = &deadline, &grace
+	return out, DeleteGraceful
 }
 
 // ceilSecond rounds t up to a whole second.

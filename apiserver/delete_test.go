@@ -51,11 +51,16 @@ func deletionStateOf(p *corev1.Pod) deletionState {
 // TestGracefulDeletion walks GP-6 and PS-3 through the HTTP API: each case
 // seeds a pod, optionally runs earlier deletions, advances the fake clock and
 // deletes; it checks the stored state and the object the server returned.
+// The rules are kube-apiserver v1.37.2's (see TestGracefulDelete); the rows
+// marked "upstream:" are where podsafe's earlier rule (deadlines counted
+// from now and compared, a second DELETE judged again by the pod's spec and
+// phase) disagreed with it.
 func TestGracefulDeletion(t *testing.T) {
 	e := newTestEnv(t)
 	at := func(secs int) time.Time { return testStart.Add(time.Duration(secs) * time.Second) }
 	type step struct {
 		advance  time.Duration
+		phase    corev1.PodPhase // status.phase the kubelet reports before the step, if any
 		identity string
 		grace    *int64
 	}
@@ -81,15 +86,48 @@ func TestGracefulDeletion(t *testing.T) {
 			[]step{{identity: IdentityWorkload, grace: int64p(10)}}, deletionState{true, at(10), 10}},
 		{"negative grace becomes 1", makePod("negative").node("node-1").obj(),
 			[]step{{identity: IdentityWorkload, grace: int64p(-7)}}, deletionState{true, at(1), 1}},
-		{"second delete shortens", makePod("shorten").node("node-1").obj(),
+		{"second delete shortens, counted from the deletion's start", makePod("shorten").node("node-1").obj(),
 			[]step{{identity: IdentityWorkload}, {advance: 5 * time.Second, identity: IdentityNodeController, grace: int64p(10)}},
-			deletionState{true, at(15), 10}},
+			deletionState{true, at(10), 10}},
+		{"upstream: a shorter grace shortens though now + grace is later than the deadline", makePod("shorter-later").node("node-1").obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(10)}, {advance: 5 * time.Second, identity: IdentityWorkload, grace: int64p(8)}},
+			deletionState{true, at(8), 8}},
+		{"upstream: a shortened deadline already past becomes now with grace 1", makePod("shorten-past").node("node-1").obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(10)}, {advance: 7500 * time.Millisecond, identity: IdentityWorkload, grace: int64p(5)}},
+			deletionState{true, at(8), 1}},
+		{"upstream: shortening an overrun deletion moves its deadline to now", makePod("shorten-overrun").node("node-1").obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(5)}, {advance: 10500 * time.Millisecond, identity: IdentityWorkload, grace: int64p(3)}},
+			deletionState{true, at(11), 1}},
+		{"negative second grace shortens to 1", makePod("shorten-negative").node("node-1").obj(),
+			[]step{{identity: IdentityWorkload}, {advance: 500 * time.Millisecond, identity: IdentityWorkload, grace: int64p(-1)}},
+			deletionState{true, at(1), 1}},
 		{"second delete never lengthens", makePod("lengthen").node("node-1").obj(),
 			[]step{{identity: IdentityWorkload, grace: int64p(10)}, {advance: 2 * time.Second, identity: IdentityWorkload, grace: int64p(60)}},
+			deletionState{true, at(10), 10}},
+		{"second delete with the same grace is pending", makePod("same").node("node-1").obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(10)}, {advance: 2 * time.Second, identity: IdentityWorkload, grace: int64p(10)}},
 			deletionState{true, at(10), 10}},
 		{"repeating the same grace later leaves the deadline", makePod("repeat").node("node-1").obj(),
 			[]step{{identity: IdentityWorkload}, {advance: 5 * time.Second, identity: IdentityWorkload}},
 			deletionState{true, at(30), 30}},
+		{"upstream: second delete without a grace is pending, not the spec's grace", makePod("nil-spec").node("node-1").grace(5).obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(60)}, {advance: time.Second, identity: IdentityWorkload}},
+			deletionState{true, at(60), 60}},
+		{"upstream: second delete without a grace is pending though the spec's grace is 0, and no force delete", makePod("nil-spec-0").node("node-1").grace(0).phase(corev1.PodRunning).obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(20)}, {advance: 3 * time.Second, identity: IdentityWorkload}},
+			deletionState{true, at(20), 20}},
+		{"upstream: second delete of a pod turned Succeeded is pending", makePod("turned-succeeded").node("node-1").phase(corev1.PodRunning).obj(),
+			[]step{{identity: IdentityWorkload}, {advance: 2 * time.Second, phase: corev1.PodSucceeded, identity: IdentityReplicaSetController}},
+			deletionState{true, at(30), 30}},
+		{"upstream: second delete with a longer grace of a pod turned Failed is pending", makePod("turned-failed").node("node-1").phase(corev1.PodRunning).obj(),
+			[]step{{identity: IdentityWorkload, grace: int64p(10)}, {advance: 2 * time.Second, phase: corev1.PodFailed, identity: IdentityWorkload, grace: int64p(20)}},
+			deletionState{true, at(10), 10}},
+		{"upstream: a shorter grace shortens a pod turned Failed", makePod("turned-failed-shorter").node("node-1").phase(corev1.PodRunning).obj(),
+			[]step{{identity: IdentityWorkload}, {advance: 2 * time.Second, phase: corev1.PodFailed, identity: IdentityWorkload, grace: int64p(5)}},
+			deletionState{true, at(5), 5}},
+		{"grace 0 removes a pod turned Succeeded, for anyone", makePod("turned-succeeded-0").node("node-1").phase(corev1.PodRunning).obj(),
+			[]step{{identity: IdentityWorkload}, {advance: 2 * time.Second, phase: corev1.PodSucceeded, identity: IdentityReplicaSetController, grace: int64p(0)}},
+			deletionState{}},
 		{"own kubelet finishes a terminating pod", makePod("finish").node("node-1").obj(),
 			[]step{{identity: IdentityWorkload}, {advance: 3 * time.Second, identity: KubeletIdentity("node-1"), grace: int64p(0)}},
 			deletionState{}},
@@ -104,6 +142,9 @@ func TestGracefulDeletion(t *testing.T) {
 			var got *corev1.Pod
 			for _, st := range tt.steps {
 				e.clock.Step(st.advance)
+				if st.phase != "" {
+					e.setPhase(seeded.Name, st.phase)
+				}
 				var err error
 				got, err = deletePodRaw(ctx, e.client(st.identity), "default", seeded.Name,
 					metav1.DeleteOptions{GracePeriodSeconds: st.grace})
@@ -124,6 +165,143 @@ func TestGracefulDeletion(t *testing.T) {
 				}
 			} else if got.DeletionGracePeriodSeconds == nil || *got.DeletionGracePeriodSeconds != 0 {
 				t.Errorf("answer of a deletion at once has deletionGracePeriodSeconds %v, want 0", got.DeletionGracePeriodSeconds)
+			}
+		})
+	}
+}
+
+// setPhase writes a stored pod's status.phase as admin, as its kubelet
+// would report it.
+func (e *testEnv) setPhase(name string, phase corev1.PodPhase) {
+	e.t.Helper()
+	ctx := testCtx(e.t)
+	pods := e.client(IdentityAdmin).CoreV1().Pods("default")
+	cur, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("reading pod %s: %v", name, err)
+	}
+	cur.Status.Phase = phase
+	if _, err := pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("setting phase %s of pod %s: %v", phase, name, err)
+	}
+}
+
+// TestPendingDeletionAnswer checks a pending graceful deletion as
+// kube-apiserver answers it: 200 with the pod as stored, and nothing
+// written (no new resourceVersion).
+func TestPendingDeletionAnswer(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	e.clock.SetTime(testStart)
+	e.seedPod(makePod("p").node("node-1").obj())
+	c := e.client(IdentityWorkload)
+	if _, err := deletePodRaw(ctx, c, "default", "p", metav1.DeleteOptions{GracePeriodSeconds: int64p(10)}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.storedPod("default", "p")
+	e.clock.Step(2 * time.Second)
+	resp := e.rawRequest(http.MethodDelete, "/api/v1/namespaces/default/pods/p", IdentityWorkload, "application/json",
+		[]byte(`{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":20}`))
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("pending deletion answered %d, want 200", resp.StatusCode)
+	}
+	var got corev1.Pod
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	after := e.storedPod("default", "p")
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("resourceVersion moved from %s to %s on a pending deletion", before.ResourceVersion, after.ResourceVersion)
+	}
+	if diff := cmp.Diff(deletionStateOf(before), deletionStateOf(&got)); diff != "" {
+		t.Errorf("answered deletion state (-stored +answered):\n%s", diff)
+	}
+	if got.ResourceVersion != before.ResourceVersion || got.Kind != "Pod" {
+		t.Errorf("answer is %s resourceVersion %s, want the Pod at %s", got.Kind, got.ResourceVersion, before.ResourceVersion)
+	}
+}
+
+// TestGracefulDelete checks the pure rule of GP-6 and PS-3 row by row
+// against kube-apiserver v1.37.2's (rest.BeforeDelete, the pod strategy's
+// CheckGracefulDelete, the registry's Delete): the outcome, and the
+// deletionTimestamp, deletionGracePeriodSeconds and generation it leaves.
+func TestGracefulDelete(t *testing.T) {
+	at := func(ms int) time.Time { return testStart.Add(time.Duration(ms) * time.Millisecond) }
+	type result struct {
+		Outcome    DeleteOutcome
+		Deadline   time.Time // zero: none
+		Grace      *int64
+		Generation int64
+	}
+	gen := func(p *corev1.Pod) *corev1.Pod { p.Generation = 1; return p }
+	running := func() *podBuilder { return makePod("p").node("n").phase(corev1.PodRunning) }
+	terminating := func(graceS int64) *corev1.Pod { return gen(running().terminating(at(int(graceS)*1000), graceS).obj()) }
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		requested *int64
+		now       time.Time
+		want      result
+	}{
+		// First DELETE: CheckGracefulDelete.
+		{"first: unscheduled at once", gen(makePod("p").grace(45).obj()), int64p(10), at(300),
+			result{DeleteNow, at(300), int64p(0), 2}},
+		{"first: succeeded at once", gen(running().phase(corev1.PodSucceeded).obj()), nil, at(0), result{DeleteNow, at(0), int64p(0), 2}},
+		{"first: failed at once", gen(running().phase(corev1.PodFailed).obj()), int64p(10), at(0), result{DeleteNow, at(0), int64p(0), 2}},
+		{"first: grace 0 at once", gen(running().obj()), int64p(0), at(0), result{DeleteNow, at(0), int64p(0), 2}},
+		{"first: default 30, deadline rounded up", gen(running().obj()), nil, at(300), result{DeleteGraceful, at(31000), int64p(30), 2}},
+		{"first: spec grace", gen(running().grace(45).obj()), nil, at(0), result{DeleteGraceful, at(45000), int64p(45), 2}},
+		{"first: spec grace 0 at once", gen(running().grace(0).obj()), nil, at(0), result{DeleteNow, at(0), int64p(0), 2}},
+		{"first: request wins", gen(running().grace(45).obj()), int64p(5), at(0), result{DeleteGraceful, at(5000), int64p(5), 2}},
+		{"first: negative request becomes 1", gen(running().obj()), int64p(-3), at(0), result{DeleteGraceful, at(1000), int64p(1), 2}},
+		{"first: negative spec becomes 1", gen(running().grace(-1).obj()), nil, at(0), result{DeleteGraceful, at(1000), int64p(1), 2}},
+		{"first: no generation, none bumped", running().obj(), nil, at(0), result{DeleteGraceful, at(30000), int64p(30), 0}},
+
+		// A pod already terminating: only the grace values count.
+		{"terminating with no deletionGracePeriodSeconds: at once", func() *corev1.Pod {
+			p := terminating(30)
+			p.DeletionGracePeriodSeconds = nil
+			return p
+		}(), nil, at(5000), result{DeleteNow, at(30000), nil, 1}},
+		{"terminating with deletionGracePeriodSeconds 0: at once", terminating(0), int64p(30), at(5000), result{DeleteNow, at(0), int64p(0), 1}},
+		{"no grace: pending", terminating(30), nil, at(5000), result{DeletePending, at(30000), int64p(30), 1}},
+		{"equal grace: pending", terminating(30), int64p(30), at(5000), result{DeletePending, at(30000), int64p(30), 1}},
+		{"longer grace: pending", terminating(30), int64p(60), at(5000), result{DeletePending, at(30000), int64p(30), 1}},
+		{"no grace, spec 0: pending", gen(running().grace(0).terminating(at(20000), 20).obj()), nil, at(3000), result{DeletePending, at(20000), int64p(20), 1}},
+		{"no grace, pod turned succeeded: pending", gen(running().phase(corev1.PodSucceeded).terminating(at(30000), 30).obj()), nil, at(2000),
+			result{DeletePending, at(30000), int64p(30), 1}},
+		{"longer grace, pod turned failed: pending", gen(running().phase(corev1.PodFailed).terminating(at(10000), 10).obj()), int64p(20), at(2000),
+			result{DeletePending, at(10000), int64p(10), 1}},
+		{"shorter grace, from the deletion's start", terminating(30), int64p(10), at(5000), result{DeleteGraceful, at(10000), int64p(10), 1}},
+		{"shorter grace though now + grace is later", terminating(10), int64p(8), at(5000), result{DeleteGraceful, at(8000), int64p(8), 1}},
+		{"shorter grace, deadline exactly now", terminating(10), int64p(5), at(5000), result{DeleteGraceful, at(5000), int64p(5), 1}},
+		{"shorter grace past: now, grace 1", terminating(10), int64p(5), at(7500), result{DeleteGraceful, at(8000), int64p(1), 1}},
+		{"shorter grace past an overrun deadline: now, later", terminating(5), int64p(3), at(10500), result{DeleteGraceful, at(11000), int64p(1), 1}},
+		{"shorter grace, pod turned failed", gen(running().phase(corev1.PodFailed).terminating(at(30000), 30).obj()), int64p(5), at(2000),
+			result{DeleteGraceful, at(5000), int64p(5), 1}},
+		{"shorter grace, unscheduled: no CheckGracefulDelete", gen(makePod("p").terminating(at(30000), 30).obj()), int64p(5), at(2000),
+			result{DeleteGraceful, at(5000), int64p(5), 1}},
+		{"negative second grace is 1", terminating(30), int64p(-1), at(500), result{DeleteGraceful, at(1000), int64p(1), 1}},
+		{"grace 0: at once at now", terminating(30), int64p(0), at(5000), result{DeleteNow, at(5000), int64p(0), 1}},
+		{"grace 0 within the first second: at once at the start", terminating(30), int64p(0), at(0), result{DeleteNow, at(0), int64p(0), 1}},
+		{"negative deletionGracePeriodSeconds counts as 1: pending", terminating(-2), int64p(1), at(0), result{DeletePending, at(-2000), int64p(1), 1}},
+		{"negative deletionGracePeriodSeconds counts as 1: shortened by 0", terminating(-2), int64p(0), at(-5000),
+			result{DeleteNow, at(-3000), int64p(0), 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.pod.DeepCopy()
+			upd, outcome := GracefulDelete(tt.pod, tt.requested, tt.now)
+			got := result{Outcome: outcome, Grace: upd.DeletionGracePeriodSeconds, Generation: upd.Generation}
+			if upd.DeletionTimestamp != nil {
+				got.Deadline = upd.DeletionTimestamp.Time
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("GracefulDelete (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.pod); diff != "" {
+				t.Errorf("GracefulDelete changed its argument (-before +after):\n%s", diff)
 			}
 		})
 	}
