@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo
+.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -24,7 +24,15 @@ test: lint ## the full test suite (package tests, specs, then the failpoint buil
 	@# The read-after-watch program at full size (10,000 objects) needs the
 	@# speed of a build without the race detector.
 	$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/
+	$(MAKE) --no-print-directory oracle
 	$(MAKE) test-failpoints
+
+# The differential oracle: podsafe's scheduler plugins and graceful deletion
+# against upstream kube-scheduler and kube-apiserver of the pinned version, in a
+# nested module (oracle/go.mod) so the main module does not depend on
+# k8s.io/kubernetes.
+oracle: ## differential tests against upstream kube-scheduler and kube-apiserver (nested module)
+	cd oracle && $(GO) test -count=1 -timeout 10m ./...
 
 failpoint-ctl: ## install the pinned failpoint-ctl
 	@test -x $(FAILPOINT_CTL) || $(GO) install github.com/pingcap/failpoint/failpoint-ctl@$(FAILPOINT_VERSION)
@@ -68,6 +76,7 @@ lint: vet fmt ## vet and gofmt check
 
 vet:
 	$(GO) vet $(PKGS)
+	cd oracle && $(GO) vet ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
