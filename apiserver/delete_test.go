@@ -222,6 +222,24 @@ func TestPendingDeletionAnswer(t *testing.T) {
 	}
 }
 
+// deletingPod is p with metadata.generation generation and, unless
+// deadline is zero, terminating: deletionTimestamp deadline and
+// deletionGracePeriodSeconds grace (nil included). The oracle's
+// reproducers (oracle/grace) print TestGracefulDelete rows with it.
+func deletingPod(p *corev1.Pod, deadline time.Time, grace *int64, generation int64) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Generation = generation
+	if !deadline.IsZero() {
+		ts := metav1.NewTime(deadline)
+		p.DeletionTimestamp = &ts
+		if grace != nil {
+			g := *grace
+			p.DeletionGracePeriodSeconds = &g
+		}
+	}
+	return p
+}
+
 // TestGracefulDelete checks the pure rule of GP-6 and PS-3 row by row
 // against kube-apiserver v1.37.2's (rest.BeforeDelete, the pod strategy's
 // CheckGracefulDelete, the registry's Delete): the outcome, and the
@@ -234,9 +252,11 @@ func TestGracefulDelete(t *testing.T) {
 		Grace      *int64
 		Generation int64
 	}
-	gen := func(p *corev1.Pod) *corev1.Pod { p.Generation = 1; return p }
+	gen := func(p *corev1.Pod) *corev1.Pod { return deletingPod(p, time.Time{}, nil, 1) }
 	running := func() *podBuilder { return makePod("p").node("n").phase(corev1.PodRunning) }
-	terminating := func(graceS int64) *corev1.Pod { return gen(running().terminating(at(int(graceS)*1000), graceS).obj()) }
+	terminating := func(graceS int64) *corev1.Pod {
+		return deletingPod(running().obj(), at(int(graceS)*1000), int64p(graceS), 1)
+	}
 	tests := []struct {
 		name      string
 		pod       *corev1.Pod
@@ -259,29 +279,29 @@ func TestGracefulDelete(t *testing.T) {
 		{"first: no generation, none bumped", running().obj(), nil, at(0), result{DeleteGraceful, at(30000), int64p(30), 0}},
 
 		// A pod already terminating: only the grace values count.
-		{"terminating with no deletionGracePeriodSeconds: at once", func() *corev1.Pod {
-			p := terminating(30)
-			p.DeletionGracePeriodSeconds = nil
-			return p
-		}(), nil, at(5000), result{DeleteNow, at(30000), nil, 1}},
+		{"terminating with no deletionGracePeriodSeconds: at once", deletingPod(running().obj(), at(30000), nil, 1), nil, at(5000),
+			result{DeleteNow, at(30000), nil, 1}},
 		{"terminating with deletionGracePeriodSeconds 0: at once", terminating(0), int64p(30), at(5000), result{DeleteNow, at(0), int64p(0), 1}},
 		{"no grace: pending", terminating(30), nil, at(5000), result{DeletePending, at(30000), int64p(30), 1}},
 		{"equal grace: pending", terminating(30), int64p(30), at(5000), result{DeletePending, at(30000), int64p(30), 1}},
 		{"longer grace: pending", terminating(30), int64p(60), at(5000), result{DeletePending, at(30000), int64p(30), 1}},
-		{"no grace, spec 0: pending", gen(running().grace(0).terminating(at(20000), 20).obj()), nil, at(3000), result{DeletePending, at(20000), int64p(20), 1}},
-		{"no grace, pod turned succeeded: pending", gen(running().phase(corev1.PodSucceeded).terminating(at(30000), 30).obj()), nil, at(2000),
+		{"no grace, spec 0: pending", deletingPod(running().grace(0).obj(), at(20000), int64p(20), 1), nil, at(3000),
+			result{DeletePending, at(20000), int64p(20), 1}},
+		{"no grace, pod turned succeeded: pending", deletingPod(running().phase(corev1.PodSucceeded).obj(), at(30000), int64p(30), 1), nil, at(2000),
 			result{DeletePending, at(30000), int64p(30), 1}},
-		{"longer grace, pod turned failed: pending", gen(running().phase(corev1.PodFailed).terminating(at(10000), 10).obj()), int64p(20), at(2000),
+		{"longer grace, pod turned failed: pending", deletingPod(running().phase(corev1.PodFailed).obj(), at(10000), int64p(10), 1), int64p(20), at(2000),
 			result{DeletePending, at(10000), int64p(10), 1}},
 		{"shorter grace, from the deletion's start", terminating(30), int64p(10), at(5000), result{DeleteGraceful, at(10000), int64p(10), 1}},
 		{"shorter grace though now + grace is later", terminating(10), int64p(8), at(5000), result{DeleteGraceful, at(8000), int64p(8), 1}},
 		{"shorter grace, deadline exactly now", terminating(10), int64p(5), at(5000), result{DeleteGraceful, at(5000), int64p(5), 1}},
 		{"shorter grace past: now, grace 1", terminating(10), int64p(5), at(7500), result{DeleteGraceful, at(8000), int64p(1), 1}},
 		{"shorter grace past an overrun deadline: now, later", terminating(5), int64p(3), at(10500), result{DeleteGraceful, at(11000), int64p(1), 1}},
-		{"shorter grace, pod turned failed", gen(running().phase(corev1.PodFailed).terminating(at(30000), 30).obj()), int64p(5), at(2000),
+		{"shorter grace, pod turned failed", deletingPod(running().phase(corev1.PodFailed).obj(), at(30000), int64p(30), 1), int64p(5), at(2000),
 			result{DeleteGraceful, at(5000), int64p(5), 1}},
-		{"shorter grace, unscheduled: no CheckGracefulDelete", gen(makePod("p").terminating(at(30000), 30).obj()), int64p(5), at(2000),
+		{"shorter grace, unscheduled: no CheckGracefulDelete", deletingPod(makePod("p").obj(), at(30000), int64p(30), 1), int64p(5), at(2000),
 			result{DeleteGraceful, at(5000), int64p(5), 1}},
+		{"shorter grace off the second: deadline rounded up", deletingPod(running().obj(), at(30750), int64p(30), 2), int64p(5), at(2500),
+			result{DeleteGraceful, at(6000), int64p(5), 2}},
 		{"negative second grace is 1", terminating(30), int64p(-1), at(500), result{DeleteGraceful, at(1000), int64p(1), 1}},
 		{"grace 0: at once at now", terminating(30), int64p(0), at(5000), result{DeleteNow, at(5000), int64p(0), 1}},
 		{"grace 0 within the first second: at once at the start", terminating(30), int64p(0), at(0), result{DeleteNow, at(0), int64p(0), 1}},

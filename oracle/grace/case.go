@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,16 @@ type Case struct {
 	SecondGrace *int64
 	Elapsed     int64
 	PhaseBefore corev1.PodPhase
+	// Terminating seeds the pod as already terminating when the first
+	// DELETE comes: deletionGracePeriodSeconds StoredGrace (nil, 0 and
+	// negative included, states no DELETE of podsafe's leaves: another
+	// writer's, or a deletion left half done) and deletionTimestamp
+	// StoredDeadline + 0.75 s after the first DELETE (off the half-second
+	// grid of the DELETEs, so no shortened deadline falls exactly on one).
+	// Only the pure comparison (TestGracefulDelete) runs such cases.
+	Terminating    bool
+	StoredGrace    *int64
+	StoredDeadline int64
 }
 
 // Outcome is the stored pod after one DELETE.
@@ -41,22 +52,30 @@ type Outcome struct {
 	// Deadline is its deletionTimestamp in whole seconds after the first
 	// DELETE, rounded up (nil: not terminating).
 	Deadline *int64
+	// Pending says the DELETE wrote nothing: a graceful deletion was
+	// already under way and this one did not shorten it.
+	Pending bool
 }
 
 func (o Outcome) String() string {
 	if o.Removed {
 		return "removed"
 	}
-	if o.Grace == nil && o.Deadline == nil {
-		return "not terminating"
+	s := "not terminating"
+	if o.Grace != nil || o.Deadline != nil {
+		s = fmt.Sprintf("terminating, deletionGracePeriodSeconds %s, deadline %s s after the first DELETE", ptrString(o.Grace), ptrString(o.Deadline))
 	}
-	return fmt.Sprintf("terminating, deletionGracePeriodSeconds %s, deadline %s s after the first DELETE", ptrString(o.Grace), ptrString(o.Deadline))
+	if o.Pending {
+		s += ", pending (nothing written)"
+	}
+	return s
 }
 
-// Pod builds the case's pod as a client would create it, named name.
+// Pod builds the case's pod as a client would create it, named name, with
+// the metadata.generation 1 both API servers give a pod at creation.
 func (c Case) Pod(namespace, name string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-" + name), Generation: 1},
 		Spec: corev1.PodSpec{
 			NodeName:                      c.NodeName,
 			TerminationGracePeriodSeconds: copyPtr(c.TerminationGracePeriodSeconds),
@@ -65,6 +84,21 @@ func (c Case) Pod(namespace, name string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: c.Phase},
 	}
 }
+
+// PodAt is the case's pod as stored when its first DELETE comes at t0:
+// Pod, terminating as the case seeds it when Terminating.
+func (c Case) PodAt(namespace, name string, t0 time.Time) *corev1.Pod {
+	p := c.Pod(namespace, name)
+	if c.Terminating {
+		ts := metav1.NewTime(t0.Add(time.Duration(c.StoredDeadline)*time.Second + storedOffset))
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, copyPtr(c.StoredGrace)
+	}
+	return p
+}
+
+// storedOffset puts a seeded deletionTimestamp off the half-second grid of
+// the DELETEs (see Case.Terminating).
+const storedOffset = 750 * time.Millisecond
 
 // Generate draws the case of one seed; the same seed always gives the same
 // case. Graces come from small ranges around the interesting edges (nil,
@@ -102,6 +136,40 @@ func Generate(seed uint64) Case {
 		c.Elapsed = r.Int64N(first + 5)
 		if r.Float64() < 0.3 {
 			c.PhaseBefore = drawPhase(r, 0.2)
+		}
+	}
+	return c
+}
+
+// GenerateTerminating draws a case of one seed whose pod is already
+// terminating when its first DELETE comes (Case.Terminating), in any state
+// a stored pod can be in: deletionGracePeriodSeconds nil, 0, negative or
+// positive, its deadline past or to come; the DELETEs shorten, repeat or
+// lengthen that grace, or give none. The same seed always gives the same
+// case.
+func GenerateTerminating(seed uint64) Case {
+	c := Generate(seed)
+	r := rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b))
+	c.Terminating = true
+	switch x := r.Float64(); {
+	case x < 0.15:
+		c.StoredGrace = nil
+	case x < 0.3:
+		c.StoredGrace = ptr(0)
+	case x < 0.4:
+		c.StoredGrace = ptr(-1 - r.Int64N(5))
+	default:
+		c.StoredGrace = ptr(1 + r.Int64N(60))
+	}
+	c.StoredDeadline = r.Int64N(151) - 60
+	if g := c.StoredGrace; g != nil && *g > 0 {
+		switch x := r.Float64(); {
+		case x < 0.3:
+			c.First = ptr(r.Int64N(*g))
+		case x < 0.45:
+			c.First = ptr(*g)
+		case x < 0.6:
+			c.First = ptr(*g + 1 + r.Int64N(30))
 		}
 	}
 	return c
@@ -160,6 +228,13 @@ func (c Case) Literal() string {
 		if c.PhaseBefore != "" {
 			add("PhaseBefore", phaseLiteral(c.PhaseBefore))
 		}
+	}
+	if c.Terminating {
+		add("Terminating", "true")
+		if c.StoredGrace != nil {
+			add("StoredGrace", ptrLiteral(c.StoredGrace))
+		}
+		add("StoredDeadline", fmt.Sprint(c.StoredDeadline))
 	}
 	return "grace.Case{" + strings.Join(f, ", ") + "}"
 }

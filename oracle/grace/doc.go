@@ -1,7 +1,8 @@
 // Package grace compares podsafe's grace-period arithmetic with upstream
 // Kubernetes v1.37.2 on generated deletions (a differential test): the same
 // pod and the same DELETE requests go to both, and every disagreement is
-// shrunk to a small case and printed as a table-test literal.
+// shrunk to a small case and printed as a table-test row of apiserver's own
+// tests.
 //
 // What upstream exports, and so what is compared:
 //
@@ -10,15 +11,27 @@
 //     (Strategy), on the pod as upstream defaulting
 //     (pkg/apis/core/v1.SetObjectDefaults_Pod) stored it, against
 //     apiserver.EffectiveGracePeriod (UpstreamFirstGrace,
-//     PodsafeFirstGrace);
-//   - the whole deletion, a second DELETE included (GP-6, PS-3: a second
-//     DELETE may only shorten): k8s.io/apiserver/pkg/registry/rest
-//     BeforeDelete with that Strategy and the generic registry's decision
-//     around it (delete at once, mark terminating, or leave a pending
-//     deletion alone), against podsafe's real API server over a real
-//     1-member raftstore on a fake clock (Upstream, Podsafe). podsafe's rule
-//     for a DELETE of a pod already terminating lives inside the unexported
-//     Server.deletePod, so it is compared through HTTP.
+//     PodsafeFirstGrace; TestFirstGrace);
+//   - every DELETE's decision, a pod already terminating included (GP-6,
+//     PS-3): k8s.io/apiserver/pkg/registry/rest BeforeDelete with that
+//     Strategy and the generic registry's Store.Delete around it (delete at
+//     once, mark terminating or terminating sooner, or leave a pending
+//     deletion alone), against the pure apiserver.GracefulDelete on the
+//     same pod, request and instant: outcome, deletionGracePeriodSeconds,
+//     deletionTimestamp and metadata.generation (UpstreamDecide,
+//     PodsafeSteps, DecisionDiff; TestGracefulDelete). Cases are fresh pods
+//     with a first and maybe a second DELETE (Generate), and pods already
+//     terminating in any stored state, deletionGracePeriodSeconds nil, 0 or
+//     negative included (GenerateTerminating);
+//   - the whole deletion through podsafe's real API server over a real
+//     1-member raftstore on a fake clock, against upstream's rules applied
+//     in sequence to upstream's own stored pod (Upstream, Podsafe;
+//     TestDeletion): removed, or terminating with which
+//     deletionGracePeriodSeconds and deadline, and whether the DELETE wrote
+//     nothing (pending). metadata.generation is not compared there: podsafe's
+//     raftstore sets the stored generation itself (from spec changes), so
+//     upstream's bump on the first graceful deletion, which GracefulDelete
+//     makes, does not reach the store.
 //
 // What upstream does not export, and so is not compared here:
 //
@@ -38,7 +51,10 @@
 //     parse thresholds only.
 //
 // Upstream's BeforeDelete reads the real clock (its metav1Now is an
-// unexported variable), so the upstream side anchors each case at the real
-// time of the call and compares deadlines in whole seconds with a 250 ms
-// allowance for the call itself; podsafe's side runs on a fake clock.
+// unexported variable), so the upstream side places each case's timeline on
+// the real time of the call and compares deadlines allowing callAllowance
+// for the call itself; podsafe's side runs on a fake clock from a whole
+// second. The case's instants keep off each other's grid (DELETEs on whole
+// and half seconds, seeded deadlines at three quarters), so the allowance
+// never moves an answer.
 package grace

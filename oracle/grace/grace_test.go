@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ var (
 	seedFlag    = flag.Uint64("grace.seed", 1, "first seed of the generated cases")
 	casesFlag   = flag.Int("grace.cases", 5000, "number of generated cases of the pure comparison")
 	apiFlag     = flag.Int("grace.api-cases", 3000, "number of generated cases run through podsafe's API server")
+	pureFlag    = flag.Int("grace.pure-cases", 5000, "number of generated cases of each kind (fresh pod, pod already terminating) of the direct comparison of apiserver.GracefulDelete")
 	reportsFlag = flag.Int("grace.reproducers", 1, "failing cases shrunk and printed as reproducers, per kind of disagreement")
 )
 
@@ -66,10 +68,115 @@ func TestFirstGrace(t *testing.T) {
 	}
 }
 
+// TestGracefulDelete requires apiserver.GracefulDelete to decide every
+// DELETE as upstream's graceful-deletion rules (UpstreamDecide) decide it
+// on the same pod, request and instant (GP-6, PS-3): the outcome (at once,
+// graceful, pending), deletionGracePeriodSeconds, deletionTimestamp and
+// generation. Cases are Generate's (a fresh pod, a first DELETE and maybe
+// a second on the pod as podsafe left it) and GenerateTerminating's (a pod
+// already terminating in any stored state, deletionGracePeriodSeconds nil,
+// 0 or negative included).
+func TestGracefulDelete(t *testing.T) {
+	type gen struct {
+		what string
+		fn   func(uint64) Case
+	}
+	failures, steps := 0, 0
+	kinds := map[string]int{}
+	outcomes := map[string]int{}
+	for _, g := range []gen{{"fresh pod", Generate}, {"pod already terminating", GenerateTerminating}} {
+		for i := range *pureFlag {
+			seed := *seedFlag + uint64(i)
+			c := g.fn(seed)
+			k, diffs, err := pureDisagreement(c)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", g.what, seed, err)
+			}
+			for n, s := range PodsafeSteps(c) {
+				steps++
+				outcomes[fmt.Sprintf("%s, DELETE %d: %s", g.what, n+1, s.Outcome)]++
+			}
+			if len(diffs) == 0 {
+				continue
+			}
+			failures++
+			k = g.what + ", " + k
+			kinds[k]++
+			if kinds[k] > *reportsFlag {
+				continue
+			}
+			small, err := Shrink(c, func(c Case) (bool, error) {
+				k2, d, err := pureDisagreement(c)
+				return err == nil && len(d) > 0 && g.what+", "+k2 == k, err
+			})
+			if err != nil {
+				t.Fatalf("%s seed %d: shrinking: %v", g.what, seed, err)
+			}
+			row, err := pureReproducer(fmt.Sprintf("oracle %s seed %d: %s", g.what, seed, k), small)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", g.what, seed, err)
+			}
+			t.Errorf("%s seed %d disagrees (%s), shrunk to %s; as a row of apiserver's TestGracefulDelete:\n%s", g.what, seed, k, small.Literal(), row)
+		}
+	}
+	t.Logf("%d cases of each kind, %d DELETEs; %d cases disagree", *pureFlag, steps, failures)
+	for _, k := range slices.Sorted(maps.Keys(outcomes)) {
+		t.Logf("  %5d  %s", outcomes[k], k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		t.Logf("  %5d  disagree: %s", kinds[k], k)
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d cases disagree (rerun one: -grace.seed N -grace.pure-cases 1)", failures, 2**pureFlag)
+	}
+}
+
+// pureDisagreement compares the case's DELETEs as apiserver.GracefulDelete
+// decides them with upstream's decisions on the same inputs; it returns the
+// kind of the first disagreement and its differences, or none.
+func pureDisagreement(c Case) (string, []string, error) {
+	for n, s := range PodsafeSteps(c) {
+		want, wantOutcome, err := UpstreamDecide(s.Before, s.Requested, s.Now)
+		if err != nil {
+			return "", nil, err
+		}
+		diffs := DecisionDiff(want, wantOutcome, s.Answer, s.Outcome)
+		if len(diffs) == 0 {
+			continue
+		}
+		which := fmt.Sprintf("DELETE %d", n+1)
+		if s.Before.DeletionTimestamp != nil {
+			which += " of a terminating pod"
+		}
+		if wantOutcome != s.Outcome {
+			return fmt.Sprintf("%s: upstream %s, podsafe %s", which, wantOutcome, s.Outcome), diffs, nil
+		}
+		field, _, _ := strings.Cut(diffs[0], ":")
+		return fmt.Sprintf("%s: both %s, %s differs", which, wantOutcome, field), diffs, nil
+	}
+	return "", nil, nil
+}
+
+// pureReproducer prints the case's first disagreeing DELETE as a row of
+// apiserver's TestGracefulDelete.
+func pureReproducer(name string, c Case) (string, error) {
+	for _, s := range PodsafeSteps(c) {
+		want, wantOutcome, err := UpstreamDecide(s.Before, s.Requested, s.Now)
+		if err != nil {
+			return "", err
+		}
+		if diffs := DecisionDiff(want, wantOutcome, s.Answer, s.Outcome); len(diffs) > 0 {
+			return StepReproducer(name, s, want, wantOutcome, diffs), nil
+		}
+	}
+	return "", fmt.Errorf("case %s no longer disagrees", c.Literal())
+}
+
 // TestDeletion requires podsafe's API server to store what upstream's
 // graceful-deletion rules store after each DELETE (removed, or terminating
-// with its deletionGracePeriodSeconds and deadline), a second DELETE that
-// shortens, lengthens, repeats or gives no grace included (GP-6, PS-3).
+// with its deletionGracePeriodSeconds and deadline, and written or left
+// alone), a second DELETE that shortens, lengthens, repeats or gives no
+// grace, of a pod maybe turned terminal, included (GP-6, PS-3).
 func TestDeletion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a raftstore and an API server")
@@ -166,6 +273,8 @@ func kind(c Case, want, got []Outcome) string {
 		return which + ": upstream removes the pod, podsafe keeps it"
 	case ptrString(w.Grace) != ptrString(g.Grace):
 		return which + ": deletionGracePeriodSeconds differs"
+	case w.Pending != g.Pending:
+		return which + ": pending on one side only"
 	}
 	return which + ": only the deadline differs"
 }

@@ -25,6 +25,96 @@ func PodsafeFirstGrace(c Case) int64 {
 	return apiserver.EffectiveGracePeriod(c.Pod("default", "p"), c.First)
 }
 
+// Step is one DELETE of a case as apiserver.GracefulDelete decides it: the
+// pod as stored before, the grace asked for, the instant, and the decision.
+type Step struct {
+	Before    *corev1.Pod
+	Requested *int64
+	Now       time.Time
+	Answer    *corev1.Pod
+	Outcome   apiserver.DeleteOutcome
+}
+
+// PodsafeSteps runs the case's DELETEs through apiserver.GracefulDelete
+// alone, on a timeline starting at a whole second: the first DELETE at t0
+// (the pod seeded as the case says), the second at t0 + Elapsed + 0.5 s on
+// the pod as the first left it (its phase then set to PhaseBefore). A
+// pending DELETE leaves the stored pod as it was.
+func PodsafeSteps(c Case) []Step {
+	t0 := podsafeStart
+	pod := c.PodAt("default", "p", t0)
+	first := decide(pod, c.First, t0)
+	steps := []Step{first}
+	if first.Outcome == apiserver.DeleteNow || !c.Second {
+		return steps
+	}
+	next := first.Before.DeepCopy()
+	if first.Outcome == apiserver.DeleteGraceful {
+		next = first.Answer.DeepCopy()
+	}
+	if c.PhaseBefore != "" {
+		next.Status.Phase = c.PhaseBefore
+	}
+	now := t0.Add(time.Duration(c.Elapsed)*time.Second + time.Second/2)
+	return append(steps, decide(next, c.SecondGrace, now))
+}
+
+// decide is one Step.
+func decide(pod *corev1.Pod, requested *int64, now time.Time) Step {
+	answer, outcome := apiserver.GracefulDelete(pod, copyPtr(requested), now)
+	return Step{Before: pod, Requested: copyPtr(requested), Now: now, Answer: answer, Outcome: outcome}
+}
+
+// DecisionDiff lists how podsafe's decision on a DELETE (answer, outcome)
+// differs from upstream's on the same one (UpstreamDecide): outcome,
+// deletionGracePeriodSeconds, generation, and deletionTimestamp: a graceful
+// deletion's as stored, whole seconds rounded up (podsafe stores deadlines
+// so; upstream's may trail by the call, under callAllowance), any other's
+// as answered, upstream's no earlier and less than callAllowance later.
+// None when they agree.
+func DecisionDiff(want *corev1.Pod, wantOutcome apiserver.DeleteOutcome, got *corev1.Pod, gotOutcome apiserver.DeleteOutcome) []string {
+	var out []string
+	if wantOutcome != gotOutcome {
+		out = append(out, fmt.Sprintf("outcome: upstream %s, podsafe %s", wantOutcome, gotOutcome))
+	}
+	if w, g := ptrString(want.DeletionGracePeriodSeconds), ptrString(got.DeletionGracePeriodSeconds); w != g {
+		out = append(out, fmt.Sprintf("deletionGracePeriodSeconds: upstream %s, podsafe %s", w, g))
+	}
+	if want.Generation != got.Generation {
+		out = append(out, fmt.Sprintf("generation: upstream %d, podsafe %d", want.Generation, got.Generation))
+	}
+	wt, gt := want.DeletionTimestamp, got.DeletionTimestamp
+	switch {
+	case (wt == nil) != (gt == nil):
+		out = append(out, fmt.Sprintf("deletionTimestamp: upstream %s, podsafe %s", tsString(wt), tsString(gt)))
+	case wt == nil:
+	case wantOutcome == apiserver.DeleteGraceful && gotOutcome == apiserver.DeleteGraceful:
+		if w := ceilSecond(wt.Add(-callAllowance)); !w.Equal(gt.Time) {
+			out = append(out, fmt.Sprintf("deletionTimestamp as stored: upstream %s (rounded up), podsafe %s", w.Format(time.RFC3339Nano), tsString(gt)))
+		}
+	default:
+		if d := wt.Sub(gt.Time); d < 0 || d >= callAllowance {
+			out = append(out, fmt.Sprintf("deletionTimestamp: upstream %s, podsafe %s", tsString(wt), tsString(gt)))
+		}
+	}
+	return out
+}
+
+func tsString(t *metav1.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// ceilSecond rounds t up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
 // Podsafe runs cases through podsafe's real API server, on a fake clock,
 // over the store it is given, as the admin identity (allowed every
 // deletion, so authority never decides an outcome). Not safe for
@@ -125,9 +215,14 @@ func (p *Podsafe) setPhase(ctx context.Context, name string, phase corev1.PodPha
 }
 
 // delete sends one DELETE asking for grace and reads the pod back, its
-// deadline counted from t0.
+// deadline counted from t0; an unchanged resourceVersion means the DELETE
+// was pending.
 func (p *Podsafe) delete(ctx context.Context, name string, grace *int64, t0 time.Time) (Outcome, error) {
 	pods := p.cs.CoreV1().Pods("default")
+	before, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reading %s: %w", name, err)
+	}
 	if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: copyPtr(grace)}); err != nil {
 		return Outcome{}, fmt.Errorf("deleting %s: %w", name, err)
 	}
@@ -138,7 +233,7 @@ func (p *Podsafe) delete(ctx context.Context, name string, grace *int64, t0 time
 	case err != nil:
 		return Outcome{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	o := Outcome{Grace: copyPtr(cur.DeletionGracePeriodSeconds)}
+	o := Outcome{Grace: copyPtr(cur.DeletionGracePeriodSeconds), Pending: cur.ResourceVersion == before.ResourceVersion}
 	if cur.DeletionTimestamp != nil {
 		o.Deadline = ptr(int64(math.Ceil(cur.DeletionTimestamp.Sub(t0).Seconds())))
 	}

@@ -3,6 +3,11 @@ package grace
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/apiserver"
 )
 
 // Diff lists how podsafe's outcomes (got) differ from upstream's (want),
@@ -65,8 +70,12 @@ func simpler(c Case) []Case {
 		}
 	}
 	try(func(d *Case) {
-		*d = Case{TerminationGracePeriodSeconds: d.TerminationGracePeriodSeconds, NodeName: d.NodeName, Phase: d.Phase, First: d.First}
+		*d = Case{TerminationGracePeriodSeconds: d.TerminationGracePeriodSeconds, NodeName: d.NodeName, Phase: d.Phase, First: d.First,
+			Terminating: d.Terminating, StoredGrace: d.StoredGrace, StoredDeadline: d.StoredDeadline}
 	})
+	try(func(d *Case) { d.Terminating, d.StoredGrace, d.StoredDeadline = false, nil, 0 })
+	try(func(d *Case) { d.StoredGrace = nil })
+	try(func(d *Case) { d.StoredDeadline /= 2 })
 	try(func(d *Case) { d.PhaseBefore = "" })
 	try(func(d *Case) { d.Phase = "" })
 	try(func(d *Case) { d.TerminationGracePeriodSeconds = nil })
@@ -74,7 +83,7 @@ func simpler(c Case) []Case {
 	try(func(d *Case) { d.SecondGrace = nil })
 	try(func(d *Case) { d.NodeName = "" })
 	try(func(d *Case) { d.Elapsed /= 2 })
-	for _, p := range []**int64{&c.TerminationGracePeriodSeconds, &c.First, &c.SecondGrace} {
+	for _, p := range []**int64{&c.TerminationGracePeriodSeconds, &c.First, &c.SecondGrace, &c.StoredGrace} {
 		if *p == nil || **p == 0 {
 			continue
 		}
@@ -109,13 +118,14 @@ func DeletionReproducer(name string, c Case, want []Outcome, diffs []string) str
 	for _, d := range diffs {
 		b.WriteString("//   " + d + "\n")
 	}
-	if c.Second && c.PhaseBefore != "" {
-		fmt.Fprintf(&b, "// before the second DELETE the pod's status.phase becomes %s\n", c.PhaseBefore)
-	}
 	steps := []string{fmt.Sprintf("{identity: IdentityAdmin, grace: %s}", int64pLiteral(c.First))}
 	if c.Second && len(want) > 1 {
-		steps = append(steps, fmt.Sprintf("{advance: %d * time.Millisecond, identity: IdentityAdmin, grace: %s}",
-			c.Elapsed*1000+500, int64pLiteral(c.SecondGrace)))
+		phase := ""
+		if c.PhaseBefore != "" {
+			phase = "phase: " + phaseLiteral(c.PhaseBefore) + ", "
+		}
+		steps = append(steps, fmt.Sprintf("{advance: %d * time.Millisecond, %sidentity: IdentityAdmin, grace: %s}",
+			c.Elapsed*1000+500, phase, int64pLiteral(c.SecondGrace)))
 	}
 	last := want[len(want)-1]
 	state := "deletionState{}"
@@ -126,20 +136,84 @@ func DeletionReproducer(name string, c Case, want []Outcome, diffs []string) str
 	return b.String()
 }
 
-// makePodLiteral prints the case's pod with apiserver's test builder.
-func makePodLiteral(c Case) string {
+// StepReproducer prints a disagreement on one DELETE (podsafe's Step, and
+// upstream's answer and outcome on the same pod, request and instant) as a
+// row of apiserver's TestGracefulDelete table: its at(ms) counts from the
+// case's first DELETE, its deletingPod builds the pod as stored before,
+// and the wanted result is upstream's, its deadline as podsafe must store
+// it (whole seconds, rounded up) for a graceful deletion, else as answered.
+// Every difference goes in a comment above it.
+func StepReproducer(name string, s Step, want *corev1.Pod, wantOutcome apiserver.DeleteOutcome, diffs []string) string {
+	var b strings.Builder
+	b.WriteString("// upstream k8s.io/kubernetes v1.37.2 vs podsafe (apiserver.GracefulDelete):\n")
+	for _, d := range diffs {
+		b.WriteString("//   " + d + "\n")
+	}
+	before := s.Before
+	deadline, grace := "time.Time{}", "nil"
+	if before.DeletionTimestamp != nil {
+		deadline = msLiteral(before.DeletionTimestamp.Sub(podsafeStart))
+		grace = int64pLiteral(before.DeletionGracePeriodSeconds)
+	}
+	pod := fmt.Sprintf("deletingPod(%s, %s, %s, %d)", podLiteral(before), deadline, grace, before.Generation)
+	wantDeadline := "time.Time{}"
+	if ts := want.DeletionTimestamp; ts != nil {
+		d := ts.Sub(podsafeStart)
+		if wantOutcome == apiserver.DeleteGraceful {
+			d = ceilSecond(ts.Add(-callAllowance)).Sub(podsafeStart)
+		} else {
+			// Upstream's answer trails the instant by its call: back to
+			// the case's grid of quarter seconds.
+			d = floorTo(d, callAllowance)
+		}
+		wantDeadline = msLiteral(d)
+	}
+	fmt.Fprintf(&b, "{%q, %s, %s, %s,\n\tresult{%s, %s, %s, %d}},\n", name, pod, int64pLiteral(s.Requested), msLiteral(s.Now.Sub(podsafeStart)),
+		outcomeLiteral(wantOutcome), wantDeadline, int64pLiteral(want.DeletionGracePeriodSeconds), want.Generation)
+	return b.String()
+}
+
+// msLiteral prints an instant d after the first DELETE as TestGracefulDelete's at(ms).
+func msLiteral(d time.Duration) string { return fmt.Sprintf("at(%d)", d.Milliseconds()) }
+
+// floorTo rounds d down to a multiple of unit (negative d too).
+func floorTo(d, unit time.Duration) time.Duration {
+	r := d.Truncate(unit)
+	if r > d {
+		r -= unit
+	}
+	return r
+}
+
+func outcomeLiteral(o apiserver.DeleteOutcome) string {
+	switch o {
+	case apiserver.DeleteNow:
+		return "DeleteNow"
+	case apiserver.DeleteGraceful:
+		return "DeleteGraceful"
+	case apiserver.DeletePending:
+		return "DeletePending"
+	}
+	return fmt.Sprintf("DeleteOutcome(%d)", int(o))
+}
+
+// podLiteral prints a pod's spec and phase with apiserver's test builder.
+func podLiteral(p *corev1.Pod) string {
 	s := `makePod("p")`
-	if c.NodeName != "" {
-		s += fmt.Sprintf(".node(%q)", c.NodeName)
+	if p.Spec.NodeName != "" {
+		s += fmt.Sprintf(".node(%q)", p.Spec.NodeName)
 	}
-	if c.TerminationGracePeriodSeconds != nil {
-		s += fmt.Sprintf(".grace(%d)", *c.TerminationGracePeriodSeconds)
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		s += fmt.Sprintf(".grace(%d)", *g)
 	}
-	if c.Phase != "" {
-		s += ".phase(" + phaseLiteral(c.Phase) + ")"
+	if p.Status.Phase != "" {
+		s += ".phase(" + phaseLiteral(p.Status.Phase) + ")"
 	}
 	return s + ".obj()"
 }
+
+// makePodLiteral prints the case's pod with apiserver's test builder.
+func makePodLiteral(c Case) string { return podLiteral(c.Pod("default", "p")) }
 
 func int64pLiteral(p *int64) string {
 	if p == nil {
