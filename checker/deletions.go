@@ -330,12 +330,30 @@ type probedContainer struct {
 }
 
 // onlyDeletionKills reports whether the store rules out every kill of pod
-// uid, up to recorder time by, other than one for its deletion: the store
-// recorded the pod, none of its containers has a probe that kills, no
-// kubelet may have evicted it (no pod uses memory, no node reported
-// MemoryPressure, the pod was never marked Evicted), and its object still
-// existed (no orphan kill, LC-13).
+// uid, up to recorder time by, other than one for its deletion with a grace
+// a deletion asked for: the store recorded the pod, none of its containers
+// has a probe that kills, no kubelet may have evicted it (no pod uses
+// memory, no node reported MemoryPressure, the pod was never marked
+// Evicted), its object still existed (no orphan kill, LC-13), and the API
+// server never shortened its deletionGracePeriodSeconds to 1 s (see
+// shortenedToOne).
 func (f *graceFacts) onlyDeletionKills(uid string, by int64) bool {
 	pf := f.pods[uid]
-	return pf != nil && !pf.probes && !pf.evicted && pf.gone > by && !f.memory && !f.pressure
+	return pf != nil && !pf.probes && !pf.evicted && pf.gone > by && !f.memory && !f.pressure && !pf.shortenedToOne(by)
+}
+
+// shortenedToOne reports whether the store shows the pod's
+// deletionGracePeriodSeconds shortened to 1 s by recorder time by. A DELETE
+// of a pod already terminating that asks for a shorter grace g moves the
+// deadline to the deletion's start + g, and when that has passed, to now
+// with grace 1 (kube-apiserver's rule, which podsafe's API server follows,
+// GP-6, PS-3): a grace below every one the deletions asked for, which the
+// kubelet rightly honours (GP-5) and the API history alone cannot tell.
+func (pf *podGraceFacts) shortenedToOne(by int64) bool {
+	for _, ch := range pf.shortened {
+		if ch.t <= by && ch.to == 1 {
+			return true
+		}
+	}
+	return false
 }
