@@ -1,18 +1,30 @@
 package framework
 
 import (
+	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
-// Resource is an amount of the resources the scheduler accounts for.
+// Resource is an amount of the resources the scheduler accounts for, as
+// kube-scheduler's NodeInfo does: CPU, memory, pod slots, ephemeral storage
+// and the scalar resources (extended resources such as example.com/gpu,
+// hugepages, attachable volumes).
 type Resource struct {
-	MilliCPU int64
-	Memory   int64
-	Pods     int64
+	MilliCPU         int64
+	Memory           int64
+	Pods             int64
+	EphemeralStorage int64
+	// Scalar holds the scalar resources by name, nil when there are none.
+	// Add and Sub change the map in place: a Resource that is shared (a
+	// PodInfo's Requests, a NodeInfo's Allocatable) is only ever read, and
+	// NodeInfo.Clone copies Requested's map.
+	Scalar map[corev1.ResourceName]int64
 }
 
 // Add adds r2 to r.
@@ -20,6 +32,13 @@ func (r *Resource) Add(r2 Resource) {
 	r.MilliCPU += r2.MilliCPU
 	r.Memory += r2.Memory
 	r.Pods += r2.Pods
+	r.EphemeralStorage += r2.EphemeralStorage
+	if len(r2.Scalar) > 0 && r.Scalar == nil {
+		r.Scalar = make(map[corev1.ResourceName]int64, len(r2.Scalar))
+	}
+	for name, v := range r2.Scalar {
+		r.Scalar[name] += v
+	}
 }
 
 // Sub subtracts r2 from r.
@@ -27,39 +46,74 @@ func (r *Resource) Sub(r2 Resource) {
 	r.MilliCPU -= r2.MilliCPU
 	r.Memory -= r2.Memory
 	r.Pods -= r2.Pods
+	r.EphemeralStorage -= r2.EphemeralStorage
+	for name, v := range r2.Scalar {
+		if left := r.Scalar[name] - v; left != 0 {
+			r.Scalar[name] = left
+		} else {
+			delete(r.Scalar, name)
+		}
+	}
 }
 
-// ResourceFromList reads CPU, memory and pods from a resource list.
-func ResourceFromList(l corev1.ResourceList) Resource {
-	var r Resource
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		r.MilliCPU = q.MilliValue()
-	}
-	if q, ok := l[corev1.ResourceMemory]; ok {
-		r.Memory = q.Value()
-	}
-	if q, ok := l[corev1.ResourcePods]; ok {
-		r.Pods = q.Value()
+// Clone returns a copy of r that shares nothing with it.
+func (r Resource) Clone() Resource {
+	if r.Scalar != nil {
+		r.Scalar = maps.Clone(r.Scalar)
 	}
 	return r
 }
 
-// PodRequests is what a pod asks of a node: the sum of its containers'
-// requests, at least the largest init container's, plus its overhead, and one
-// pod slot.
+// IsScalarResourceName reports whether the scheduler accounts for name as
+// a scalar resource: an extended resource (a domain-prefixed name outside
+// the "requests." quota prefix, kubernetes.io/ ones included), hugepages
+// or attachable volumes, as kube-scheduler's IsScalarResourceName has it.
+// Other names, which the API would refuse in requests, are ignored.
+func IsScalarResourceName(name corev1.ResourceName) bool {
+	n := string(name)
+	switch {
+	case strings.HasPrefix(n, corev1.ResourceHugePagesPrefix), strings.HasPrefix(n, corev1.ResourceAttachableVolumesPrefix):
+		return true
+	}
+	return strings.Contains(n, "/") && !strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix)
+}
+
+// ResourceFromList reads a resource list: CPU, memory, pods, ephemeral
+// storage and scalar resources; other names are ignored.
+func ResourceFromList(l corev1.ResourceList) Resource {
+	var r Resource
+	for name, q := range l {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case corev1.ResourceMemory:
+			r.Memory = q.Value()
+		case corev1.ResourcePods:
+			r.Pods = q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.EphemeralStorage = q.Value()
+		default:
+			if IsScalarResourceName(name) {
+				if r.Scalar == nil {
+					r.Scalar = map[corev1.ResourceName]int64{}
+				}
+				r.Scalar[name] = q.Value()
+			}
+		}
+	}
+	return r
+}
+
+// PodRequests is what a pod asks of a node, as Kubernetes computes it
+// (component-helpers' PodRequests): its pod-level requests where set;
+// otherwise its containers' plus its restartable (sidecar) init
+// containers', at least what any init container needs on top of the
+// sidecars started before it; plus its overhead; and one pod slot. Bound
+// and incoming pods are counted alike.
 func PodRequests(pod *corev1.Pod) Resource {
-	var sum Resource
-	for i := range pod.Spec.Containers {
-		sum.Add(ResourceFromList(pod.Spec.Containers[i].Resources.Requests))
-	}
-	for i := range pod.Spec.InitContainers {
-		ic := ResourceFromList(pod.Spec.InitContainers[i].Resources.Requests)
-		sum.MilliCPU = max(sum.MilliCPU, ic.MilliCPU)
-		sum.Memory = max(sum.Memory, ic.Memory)
-	}
-	sum.Add(ResourceFromList(pod.Spec.Overhead))
-	sum.Pods = 1
-	return sum
+	r := ResourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r.Pods = 1
+	return r
 }
 
 // PodInfo is a pod with the values the plugins need computed once.
@@ -185,6 +239,7 @@ func removeFrom(list []*PodInfo, uid types.UID, fresh bool) ([]*PodInfo, *PodInf
 // and the node themselves are shared and must not be modified.
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := *n
+	out.Requested = n.Requested.Clone()
 	out.Pods = make([]*PodInfo, len(n.Pods), len(n.Pods)+1)
 	copy(out.Pods, n.Pods)
 	// Appending must not write into n's arrays; RemovePod copies them.

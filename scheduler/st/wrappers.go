@@ -3,6 +3,7 @@
 package st
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,12 @@ func (p *PodWrapper) PreemptionPolicy(v corev1.PreemptionPolicy) *PodWrapper {
 // Req sets the first container's CPU and memory requests ("" leaves one
 // unset).
 func (p *PodWrapper) Req(cpu, mem string) *PodWrapper {
+	p.Spec.Containers[0].Resources.Requests = resources(cpu, mem)
+	return p
+}
+
+// resources builds a resource list of CPU and memory ("" leaves one out).
+func resources(cpu, mem string) corev1.ResourceList {
 	r := corev1.ResourceList{}
 	if cpu != "" {
 		r[corev1.ResourceCPU] = resource.MustParse(cpu)
@@ -71,8 +78,61 @@ func (p *PodWrapper) Req(cpu, mem string) *PodWrapper {
 	if mem != "" {
 		r[corev1.ResourceMemory] = resource.MustParse(mem)
 	}
-	p.Spec.Containers[0].Resources.Requests = r
+	return r
+}
+
+// Request adds a request of q of resource name to the first container.
+func (p *PodWrapper) Request(name corev1.ResourceName, q string) *PodWrapper {
+	if p.Spec.Containers[0].Resources.Requests == nil {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{}
+	}
+	p.Spec.Containers[0].Resources.Requests[name] = resource.MustParse(q)
 	return p
+}
+
+// InitContainer adds an init container that runs to completion before the
+// containers, requesting cpu and mem.
+func (p *PodWrapper) InitContainer(cpu, mem string) *PodWrapper {
+	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("init%d", len(p.Spec.InitContainers)),
+		Image: "pause", Resources: corev1.ResourceRequirements{Requests: resources(cpu, mem)}})
+	return p
+}
+
+// Sidecar adds a restartable init container (restartPolicy Always), which
+// runs beside the containers, requesting cpu and mem.
+func (p *PodWrapper) Sidecar(cpu, mem string) *PodWrapper {
+	always := corev1.ContainerRestartPolicyAlways
+	p.InitContainer(cpu, mem)
+	p.Spec.InitContainers[len(p.Spec.InitContainers)-1].RestartPolicy = &always
+	return p
+}
+
+// PodLevelReq sets pod-level requests (spec.resources), which replace the
+// containers' CPU and memory.
+func (p *PodWrapper) PodLevelReq(cpu, mem string) *PodWrapper {
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: resources(cpu, mem)}
+	return p
+}
+
+// Overhead sets spec.overhead, what running the pod costs beyond its
+// containers.
+func (p *PodWrapper) Overhead(cpu, mem string) *PodWrapper {
+	p.Spec.Overhead = resources(cpu, mem)
+	return p
+}
+
+// Condition adds a status condition of type typ with status True and
+// reason.
+func (p *PodWrapper) Condition(typ corev1.PodConditionType, reason string) *PodWrapper {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason})
+	return p
+}
+
+// PreemptedByScheduler marks the pod as the scheduler marks its victims
+// before deleting them: condition DisruptionTarget=True, reason
+// PreemptionByScheduler, and being deleted.
+func (p *PodWrapper) PreemptedByScheduler() *PodWrapper {
+	return p.Condition(corev1.DisruptionTarget, corev1.PodReasonPreemptionByScheduler).Terminating()
 }
 
 // NodeSelector adds a nodeSelector entry.
@@ -286,6 +346,14 @@ func (n *NodeWrapper) Capacity(cpu, mem, pods string) *NodeWrapper {
 		corev1.ResourcePods:   resource.MustParse(pods),
 	}
 	n.Status.Capacity, n.Status.Allocatable = r, r
+	return n
+}
+
+// Allocatable sets the allocatable (and capacity) of resource name to q.
+func (n *NodeWrapper) Allocatable(name corev1.ResourceName, q string) *NodeWrapper {
+	n.Status.Capacity = n.Status.Capacity.DeepCopy()
+	n.Status.Capacity[name] = resource.MustParse(q)
+	n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 	return n
 }
 

@@ -1,5 +1,7 @@
-// Package noderesources filters nodes by the pod's CPU, memory and pod-count
-// requests against allocatable, and scores them by least allocation.
+// Package noderesources filters nodes by the pod's requests (CPU, memory, a
+// pod slot, ephemeral storage, scalar resources) against what their
+// allocatable leaves beside the pods already there, and scores them by
+// least allocation.
 package noderesources
 
 import (
@@ -18,6 +20,9 @@ const (
 	ReasonCPU    = "Insufficient cpu"
 	ReasonMemory = "Insufficient memory"
 	ReasonPods   = "Too many pods"
+	// ReasonEphemeralStorage; an extended resource's reason is
+	// "Insufficient " and its name.
+	ReasonEphemeralStorage = "Insufficient ephemeral-storage"
 )
 
 // Fit rejects nodes whose allocatable cannot hold the pod's requests (CPU,
@@ -43,30 +48,41 @@ const (
 	shortPods = 1 << iota
 	shortCPU
 	shortMemory
+	shortEphemeral
 	tooBig
 )
 
-var rejections = func() [16]*framework.Status {
-	var out [16]*framework.Status
+var rejections = func() [32]*framework.Status {
+	var out [32]*framework.Status
 	for bits := 1; bits < len(out); bits++ {
-		var reasons []string
-		if bits&shortPods != 0 {
-			reasons = append(reasons, ReasonPods)
-		}
-		if bits&shortCPU != 0 {
-			reasons = append(reasons, ReasonCPU)
-		}
-		if bits&shortMemory != 0 {
-			reasons = append(reasons, ReasonMemory)
-		}
-		code := framework.Unschedulable
-		if bits&tooBig != 0 {
-			code = framework.UnschedulableAndUnresolvable
-		}
-		out[bits] = framework.NewStatus(code, reasons...).WithPlugin(Name)
+		out[bits] = framework.NewStatus(codeOf(bits), reasonsOf(bits)...).WithPlugin(Name)
 	}
 	return out
 }()
+
+func codeOf(bits int) framework.Code {
+	if bits&tooBig != 0 {
+		return framework.UnschedulableAndUnresolvable
+	}
+	return framework.Unschedulable
+}
+
+func reasonsOf(bits int) []string {
+	var reasons []string
+	if bits&shortPods != 0 {
+		reasons = append(reasons, ReasonPods)
+	}
+	if bits&shortCPU != 0 {
+		reasons = append(reasons, ReasonCPU)
+	}
+	if bits&shortMemory != 0 {
+		reasons = append(reasons, ReasonMemory)
+	}
+	if bits&shortEphemeral != 0 {
+		reasons = append(reasons, ReasonEphemeralStorage)
+	}
+	return reasons
+}
 
 // NewFit builds the plugin.
 func NewFit(framework.Handle) (framework.Plugin, error) { return &Fit{}, nil }
@@ -92,44 +108,53 @@ func (*Fit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.P
 	} else {
 		req = requestsOf(pod)
 	}
-	bits := shortage(req.Resource, ni)
-	others, tooBigOther := otherShortage(req, ni)
-	switch {
-	case len(others) > 0:
-		code := framework.Unschedulable
-		if bits&tooBig != 0 || tooBigOther {
-			code = framework.UnschedulableAndUnresolvable
+	bits := shortage(&req.Resource, ni)
+	if len(req.scalars) == 0 {
+		if bits == 0 {
+			return nil
 		}
-		return framework.NewStatus(code, append(rejections[bits].Reasons(), others...)...).WithPlugin(Name)
-	case bits != 0:
 		return rejections[bits]
 	}
-	return nil
+	reasons := reasonsOf(bits)
+	for _, name := range req.scalars {
+		want, have := req.Scalar[name], ni.Allocatable.Scalar[name]
+		if want > have-ni.Requested.Scalar[name] {
+			reasons = append(reasons, "Insufficient "+string(name))
+			if want > have {
+				bits |= tooBig
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return framework.NewStatus(codeOf(bits), reasons...).WithPlugin(Name)
 }
 
-// shortage returns the shortage bits of req on ni, 0 if it fits.
-func shortage(req framework.Resource, ni *framework.NodeInfo) int {
+// shortage returns the shortage bits of req on ni for pods, CPU, memory
+// and ephemeral storage, 0 if those fit. A resource the pod does not
+// request never falls short, whatever the node has left.
+func shortage(req *framework.Resource, ni *framework.NodeInfo) int {
 	bits := 0
 	if ni.Requested.Pods+req.Pods > ni.Allocatable.Pods {
 		bits |= shortPods
 	}
-	if req.MilliCPU > 0 && ni.Requested.MilliCPU+req.MilliCPU > ni.Allocatable.MilliCPU {
-		bits |= shortCPU
-		if req.MilliCPU > ni.Allocatable.MilliCPU {
-			bits |= tooBig
+	short := func(bit int, want, used, have int64) {
+		if want > 0 && used+want > have {
+			bits |= bit
+			if want > have {
+				bits |= tooBig
+			}
 		}
 	}
-	if req.Memory > 0 && ni.Requested.Memory+req.Memory > ni.Allocatable.Memory {
-		bits |= shortMemory
-		if req.Memory > ni.Allocatable.Memory {
-			bits |= tooBig
-		}
-	}
+	short(shortCPU, req.MilliCPU, ni.Requested.MilliCPU, ni.Allocatable.MilliCPU)
+	short(shortMemory, req.Memory, ni.Requested.Memory, ni.Allocatable.Memory)
+	short(shortEphemeral, req.EphemeralStorage, ni.Requested.EphemeralStorage, ni.Allocatable.EphemeralStorage)
 	return bits
 }
 
-// Insufficient lists the resources of ni (CPU, memory, pod slots) that
-// cannot take req.
+// Insufficient lists the resources of ni (CPU, memory, pod slots,
+// ephemeral storage) that cannot take req.
 func Insufficient(req framework.Resource, ni *framework.NodeInfo) []string {
-	return rejections[shortage(req, ni)].Reasons()
+	return reasonsOf(shortage(&req, ni))
 }

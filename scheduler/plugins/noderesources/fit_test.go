@@ -172,6 +172,28 @@ func TestFitFilter(t *testing.T) {
 			want: fitResult{Code: framework.Unschedulable, Reasons: []string{noderesources.ReasonCPU}},
 		},
 		{
+			// Oracle seed 24 with -oracle.bound-pod-level: NodeInfo counts a
+			// bound pod's sidecar beside its containers.
+			name: "a bound pod's sidecar takes room",
+			node: node("1", "4Gi", "110"), pods: []*corev1.Pod{st.MakePod().Name("a").Req("500m", "").Sidecar("300m", "").Node("n1").Obj()},
+			pod:  st.MakePod().Name("in").Req("300m", "").Obj(),
+			want: fitResult{Code: framework.Unschedulable, Reasons: []string{noderesources.ReasonCPU}},
+		},
+		{
+			// Oracle seed 143 with -oracle.bound-pod-level.
+			name: "a bound pod's pod-level requests take room",
+			node: node("2", "4Gi", "110"), pods: []*corev1.Pod{st.MakePod().Name("a").Req("250m", "").PodLevelReq("1800m", "1Gi").Node("n1").Obj()},
+			pod:  st.MakePod().Name("in").Req("500m", "").Obj(),
+			want: fitResult{Code: framework.Unschedulable, Reasons: []string{noderesources.ReasonCPU}},
+		},
+		{
+			name: "ephemeral storage, memory and an extended resource short at once",
+			node: withAllocatable(withAllocatable(node("4", "1Gi", "110"), gpu, "1"), corev1.ResourceEphemeralStorage, "1Gi"),
+			pods: []*corev1.Pod{st.MakePod().Name("a").Req("", "768Mi").Request(gpu, "1").Request(corev1.ResourceEphemeralStorage, "768Mi").Node("n1").Obj()},
+			pod:  st.MakePod().Name("in").Req("", "512Mi").Request(gpu, "1").Request(corev1.ResourceEphemeralStorage, "512Mi").Obj(),
+			want: fitResult{Code: framework.Unschedulable, Reasons: []string{noderesources.ReasonMemory, noderesources.ReasonEphemeralStorage, "Insufficient " + string(gpu)}},
+		},
+		{
 			// Oracle seed 60: pod-level requests replace the containers'.
 			name: "pod-level requests count, not the containers'",
 			node: node("1", "2Gi", "110"),

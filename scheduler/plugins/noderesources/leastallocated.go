@@ -16,7 +16,18 @@ const LeastAllocatedName = "NodeResourcesLeastAllocated"
 // 0..MaxNodeScore.
 type LeastAllocated struct{}
 
-var _ framework.ScorePlugin = &LeastAllocated{}
+var (
+	_ framework.PreScorePlugin = &LeastAllocated{}
+	_ framework.ScorePlugin    = &LeastAllocated{}
+)
+
+const scoreStateKey framework.StateKey = "PreScore" + LeastAllocatedName
+
+// scoreState is the incoming pod's requests, computed once per cycle.
+type scoreState struct{ framework.Resource }
+
+// Clone implements framework.StateData; scoring state is read-only.
+func (s *scoreState) Clone() framework.StateData { return s }
 
 // NewLeastAllocated builds the plugin.
 func NewLeastAllocated(framework.Handle) (framework.Plugin, error) { return &LeastAllocated{}, nil }
@@ -24,9 +35,20 @@ func NewLeastAllocated(framework.Handle) (framework.Plugin, error) { return &Lea
 // Name implements framework.Plugin.
 func (*LeastAllocated) Name() string { return LeastAllocatedName }
 
+// PreScore computes the pod's requests once for every node scored.
+func (*LeastAllocated) PreScore(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	state.Write(scoreStateKey, &scoreState{framework.PodRequests(pod)})
+	return nil
+}
+
 // Score implements framework.ScorePlugin.
-func (*LeastAllocated) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	req := framework.PodRequests(pod)
+func (*LeastAllocated) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var req framework.Resource
+	if d, ok := state.Read(scoreStateKey); ok {
+		req = d.(*scoreState).Resource
+	} else {
+		req = framework.PodRequests(pod)
+	}
 	cpu := free(ni.Allocatable.MilliCPU, ni.Requested.MilliCPU+req.MilliCPU)
 	mem := free(ni.Allocatable.Memory, ni.Requested.Memory+req.Memory)
 	return (cpu + mem) / 2, nil
