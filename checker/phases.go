@@ -35,7 +35,13 @@ var phasesGuarantees = []string{"LC-1", "LC-2", "LC-3", "LC-7", "LC-8", "LC-10",
 //   - PS-2: deletionTimestamp, once set, stays, and a deleted UID never
 //     comes back.
 //   - PS-3: deletionGracePeriodSeconds never grows and deletionTimestamp
-//     never moves later: a second deletion may only shorten the grace.
+//     never moves later: a second deletion may only shorten the grace. The
+//     one exception is kube-apiserver's: a shorter grace whose deadline
+//     (the first deletion's start plus the new grace) is already past sets
+//     the deadline to the moment of the second deletion with a grace of 1 s
+//     (0 removes the pod), which is later than a first deadline that has
+//     passed too; nobody gets more time, so a move to a grace of at most 1 s,
+//     shorter than before, is not judged.
 //   - LC-7: conditions are of a known type or a readiness gate's, with
 //     status True, False or Unknown; PodScheduled is True only on a bound
 //     pod, and binding sets it True; Initialized is not False while an app
@@ -270,7 +276,7 @@ func poCheckPod(ph *poPodHistory, lost bool) []poViolation {
 			switch {
 			case ts == "":
 				report("undeleted", "PS-2", e, "deletionTimestamp %s, set at %s, is gone at %s", delTS, poEventRef(delEv), poEventRef(e))
-			case ts != delTS && poLater(ts, delTS):
+			case ts != delTS && poLater(ts, delTS) && !poExpiredShortening(delGrace, g):
 				report("deadline-later", "PS-3", e, "deletionTimestamp moved later, from %s at %s to %s at %s: a second deletion may only shorten the grace",
 					delTS, poEventRef(delEv), ts, poEventRef(e))
 			}
@@ -583,4 +589,11 @@ func poInitOrder(spec *poPod, k, nInit int, sidecar []bool, running, exitAt, exi
 		}
 	}
 	return "", nil
+}
+
+// poExpiredShortening reports whether a deletion's change of grace from
+// before to after is kube-apiserver's shortening of an expired grace (see
+// PS-3 above): to at most 1 s, and shorter than before.
+func poExpiredShortening(before, after *int64) bool {
+	return before != nil && after != nil && *after < *before && *after <= 1
 }

@@ -302,6 +302,17 @@ func TestPhasesIllegal(t *testing.T) {
 			pod(3, modified, 12, bound(poDeleting("2030-01-01T00:00:33Z", 30))),
 		id: "PS-3", words: []string{"moved later", "00:00:12Z", "00:00:33Z", "rv 12"},
 	}, {
+		// Only a shortening to at most 1 s may move an expired deadline.
+		name: "deadline moves later with a shorter grace above 1 s",
+		h: (&hb{}).pod(1, added, 10, bound(poDeleting("2030-01-01T00:00:12Z", 10))).
+			pod(2, modified, 11, bound(poDeleting("2030-01-01T00:05:40Z", 2))),
+		id: "PS-3", words: []string{"moved later", "00:00:12Z", "00:05:40Z"},
+	}, {
+		name: "deadline moves later with grace 1 that is no shorter",
+		h: (&hb{}).pod(1, added, 10, bound(poDeleting("2030-01-01T00:00:12Z", 1))).
+			pod(2, modified, 11, bound(poDeleting("2030-01-01T00:05:40Z", 1))),
+		id: "PS-3", words: []string{"moved later"},
+	}, {
 		name: "grace grows with the same deadline",
 		h: (&hb{}).pod(1, added, 10, bound(poDeleting("2030-01-01T00:00:12Z", 10))).
 			pod(2, modified, 11, bound(poDeleting("2030-01-01T00:00:12Z", 30))),
@@ -395,6 +406,12 @@ func TestPhasesEdges(t *testing.T) {
 		name: "a shorter grace with the deadline unchanged",
 		h: (&hb{}).pod(1, added, 10, bound(poDeleting("2030-01-01T00:00:12Z", 10))).
 			pod(2, modified, 11, bound(poDeleting("2030-01-01T00:00:12Z", 5))),
+	}, {
+		// kube-apiserver: a shorter grace whose deadline has already passed
+		// moves the deadline to the moment of the second deletion, with 1 s.
+		name: "a shorter grace after the deadline passed: now, with 1 s",
+		h: (&hb{}).pod(1, added, 10, bound(poDeleting("2030-01-01T00:00:12Z", 10))).
+			pod(2, modified, 11, bound(poDeleting("2030-01-01T00:05:40Z", 1))),
 	}, {
 		name: "created bound by admin",
 		h:    (&hb{}).pod(1, added, 10, poObj("a", func(p *poPod) { p.Spec.NodeName = "n1" })),
