@@ -63,6 +63,7 @@ const (
 	DeletePending
 )
 
+// String names the outcome as logs and the oracle print it.
 func (o DeleteOutcome) String() string {
 	switch o {
 	case DeleteNow:
