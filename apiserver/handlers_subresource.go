@@ -157,8 +157,10 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, ri *reque
 		return
 	}
 	pod := cur.(*corev1.Pod)
-	// Refuse a forbidden eviction before it uses up a disruption.
-	grace := EffectiveGracePeriod(pod, opts.GracePeriodSeconds)
+	// Refuse a forbidden eviction before it uses up a disruption. The
+	// authority judges the grace the deletion would leave (GracefulDelete):
+	// an eviction of a pod already terminating may be pending, not a force.
+	grace := leftGrace(GracefulDelete(pod, opts.GracePeriodSeconds, s.clock.Now()))
 	req := Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: grPods, Subresource: subEviction,
 		Namespace: ri.namespace, Name: ri.name, Old: pod, GracePeriodSeconds: &grace}
 	if grace == 0 && pod.Spec.NodeName != "" && !podTerminal(pod) {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // TestCreateDefaults checks the pod defaults and the fields the server owns.
@@ -360,6 +361,26 @@ func TestEviction(t *testing.T) {
 	}
 	if _, ok := got.Status.DisruptedPods["a"]; !ok || got.Status.DisruptionsAllowed != 0 {
 		t.Errorf("budget after eviction: %+v", got.Status)
+	}
+}
+
+// An eviction of a pod that is already terminating leaves its deletion
+// pending (kube-apiserver's rule), so it is not a force deletion even when
+// the pod's spec grace is 0: an ordinary client may send it.
+func TestEvictionOfTerminatingPod(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	e.seedPod(makePod("t").node("node-1").grace(0).phase(corev1.PodRunning).obj())
+	if err := e.client(IdentityAdmin).CoreV1().Pods("default").Delete(ctx, "t", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](20)}); err != nil {
+		t.Fatal(err)
+	}
+	err := e.client(IdentityWorkload).CoreV1().Pods("default").EvictV1(ctx, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "default"}})
+	if err != nil {
+		t.Fatalf("eviction of a terminating pod: %v, want it accepted as pending", err)
+	}
+	if got := deletionStateOf(e.storedPod("default", "t")); got != (deletionState{true, testStart.Add(20 * time.Second), 20}) {
+		t.Errorf("deletion state after a pending eviction: %+v, want unchanged", got)
 	}
 }
 
