@@ -142,7 +142,7 @@ func (f *fsm) applyLocked(cmd command, index uint64) (Event, error) {
 		d.copyField(prev, fieldUID)
 		d.copyField(prev, fieldCreationTimestamp)
 		gen := prev.int(fieldGeneration)
-		if specChanged(prev, d) {
+		if bumpsGeneration(prev, d) {
 			gen++
 		}
 		d.set(fieldGeneration, gen)

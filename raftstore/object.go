@@ -26,6 +26,7 @@ const (
 	fieldCreationTimestamp = "creationTimestamp"
 	fieldResourceVersion   = "resourceVersion"
 	fieldGeneration        = "generation"
+	fieldDeletionTimestamp = "deletionTimestamp"
 )
 
 // doc is an object decoded one level deep, with its metadata decoded one
@@ -81,6 +82,12 @@ func (d *doc) int(field string) int64 {
 	return n
 }
 
+// has reports whether a metadata field is present and not null.
+func (d *doc) has(field string) bool {
+	raw, ok := d.meta[field]
+	return ok && string(raw) != "null"
+}
+
 // set sets a metadata field to v's JSON encoding.
 func (d *doc) set(field string, v any) {
 	raw, err := json.Marshal(v)
@@ -126,9 +133,15 @@ func withResourceVersion(data []byte, rv uint64) []byte {
 	return d.encode()
 }
 
-// specChanged reports whether the top-level "spec" differs between two docs,
-// comparing decoded values so that key order and spacing do not count.
-func specChanged(old, new *doc) bool {
+// bumpsGeneration reports whether an update from old to new increments
+// metadata.generation, as kube-apiserver does: when the top-level "spec"
+// differs (comparing decoded values, so key order and spacing do not count),
+// and when a graceful deletion begins (deletionTimestamp set for the first
+// time), so that controllers comparing observedGeneration see it.
+func bumpsGeneration(old, new *doc) bool {
+	if !old.has(fieldDeletionTimestamp) && new.has(fieldDeletionTimestamp) {
+		return true
+	}
 	a, aok := old.top[fieldSpec]
 	b, bok := new.top[fieldSpec]
 	if aok != bok {
