@@ -39,6 +39,10 @@ var binaryNames = []string{EtcdBinary, KubeAPIServerBinary, KubeSchedulerBinary,
 // it (or whose binaries do not match it) is never reused.
 const ManifestFile = "manifest.json"
 
+// Recipe numbers how Build compiles (wrapper modules, flags). A cached build
+// of another recipe is rebuilt, so a change of flags reaches every cache.
+const Recipe = 1
+
 // Options configures Build. The zero value builds the default versions into
 // the default cache directory with the go command on PATH.
 type Options struct {
@@ -79,6 +83,8 @@ type Paths struct {
 
 // Manifest is the content of ManifestFile.
 type Manifest struct {
+	// Recipe is the Recipe that built the binaries.
+	Recipe     int    `json:"recipe"`
 	Kubernetes string `json:"kubernetes"`
 	Etcd       string `json:"etcd"`
 	// Go is the toolchain that built the binaries ("go1.26.8").
@@ -165,7 +171,7 @@ func Build(ctx context.Context, opts Options) (Paths, error) {
 		return p, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
-		fmt.Fprintf(log, "discarding the incomplete build in %s\n", dir)
+		fmt.Fprintf(log, "discarding %s: not a complete build of %s by recipe %d\n", dir, v, Recipe)
 		if err := os.RemoveAll(dir); err != nil {
 			return Paths{}, fmt.Errorf("removing the incomplete build %s: %w", dir, err)
 		}
@@ -246,7 +252,7 @@ func buildInto(ctx context.Context, g *goCmd, cacheDir string, v Versions, log i
 		return Paths{}, err
 	}
 	m := Manifest{
-		Kubernetes: v.Kubernetes, Etcd: v.Etcd, Go: g.goVersion,
+		Recipe: Recipe, Kubernetes: v.Kubernetes, Etcd: v.Etcd, Go: g.goVersion,
 		Built: time.Now().UTC().Format(time.RFC3339), Binaries: map[string]BinaryInfo{},
 	}
 	for _, name := range binaryNames {
@@ -412,11 +418,11 @@ func readManifest(dir string) (Manifest, error) {
 }
 
 // reuse returns the paths of a complete build of v in dir: its manifest
-// names v and every binary is there, executable, of the recorded size (and,
+// names v and the current Recipe, and every binary is there, executable, of the recorded size (and,
 // with verify, of the recorded sha256).
 func reuse(dir string, v Versions, verify bool) (Paths, bool) {
 	m, err := readManifest(dir)
-	if err != nil || m.Kubernetes != v.Kubernetes || m.Etcd != v.Etcd {
+	if err != nil || m.Recipe != Recipe || m.Kubernetes != v.Kubernetes || m.Etcd != v.Etcd {
 		return Paths{}, false
 	}
 	for _, name := range binaryNames {

@@ -127,7 +127,7 @@ func TestBuildThenReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Kubernetes != "v1.37.2" || m.Etcd != "v3.7.3" || m.Go != "go1.26.8-fake" || len(m.Binaries) != 4 {
+	if m.Recipe != Recipe || m.Kubernetes != "v1.37.2" || m.Etcd != "v3.7.3" || m.Go != "go1.26.8-fake" || len(m.Binaries) != 4 {
 		t.Errorf("manifest = %+v", m)
 	}
 	for name, path := range map[string]string{EtcdBinary: p.Etcd, KubeAPIServerBinary: p.KubeAPIServer, KubeSchedulerBinary: p.KubeScheduler, KubeControllerManagerBinary: p.KubeControllerManager} {
@@ -193,6 +193,16 @@ func TestBuildRebuildsIncompleteCache(t *testing.T) {
 		}},
 		{"missing binary", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "bin", EtcdBinary)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"manifest of an older recipe", func(t *testing.T, dir string) {
+			m, err := readManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Recipe--
+			if err := writeManifest(dir, m); err != nil {
 				t.Fatal(err)
 			}
 		}},

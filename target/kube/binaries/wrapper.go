@@ -198,13 +198,15 @@ func stripComment(line string) string {
 // and the version variables hack/lib/version.sh sets, in both packages that
 // hold them. Without them the server reports v0.0.0-master and clients fail
 // to parse it. The tree state is "archive", as upstream says of a build from
-// a source archive (the module zip is one), and the build date is the
+// a source archive (the module zip is one), the commit is empty (the module
+// proxy does not name it), and the build date is the
 // release's commit time so that the same versions give the same binaries.
 func kubernetesLdflags(k release, buildDate string) string {
 	vars := []struct{ name, value string }{
 		{"gitVersion", k.String()},
 		{"gitMajor", strconv.Itoa(k.major)},
 		{"gitMinor", strconv.Itoa(k.minor)},
+		{"gitCommit", ""}, // the module proxy names no commit; "" rather than "$Format:%H$"
 		{"gitTreeState", "archive"},
 		{"buildDate", buildDate},
 	}

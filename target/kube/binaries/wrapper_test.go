@@ -143,7 +143,7 @@ func TestKubernetesLdflags(t *testing.T) {
 		t.Errorf("ldflags %q do not strip", got)
 	}
 	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
-		for _, v := range []string{"gitVersion=v1.37.2", "gitMajor=1", "gitMinor=37", "gitTreeState=archive", "buildDate=2026-10-27T12:01:04Z"} {
+		for _, v := range []string{"gitCommit=", "gitVersion=v1.37.2", "gitMajor=1", "gitMinor=37", "gitTreeState=archive", "buildDate=2026-10-27T12:01:04Z"} {
 			if want := "-X '" + pkg + "." + v + "'"; !strings.Contains(got, want) {
 				t.Errorf("ldflags lack %s", want)
 			}
