@@ -160,6 +160,50 @@ func (b *binder) event(pod *corev1.Pod, now metav1.Time, typ, reason, msg string
 	}
 }
 
+// preemptedMessage is the message of the DisruptionTarget condition the
+// scheduler writes on a victim: kube-scheduler's, naming the scheduler,
+// followed by the preemptor.
+func preemptedMessage(schedulerName string, preemptor *corev1.Pod) string {
+	return fmt.Sprintf("%s: preempting to accommodate a higher priority pod %s/%s", schedulerName, preemptor.Namespace, preemptor.Name)
+}
+
+// markPreempted writes on a victim, before its deletion, the condition
+// DisruptionTarget=True with reason PreemptionByScheduler and msg, as
+// kube-scheduler does: while the victim terminates, its preemptor waits
+// for it instead of preempting again (see
+// defaultpreemption.TerminatingByPreemption). Nothing is written when the
+// victim already carries that condition. The strategic merge patch
+// replaces only that condition, and its UID precondition keeps a
+// same-named successor untouched.
+func (b *binder) markPreempted(ctx context.Context, victim *corev1.Pod, msg string, now metav1.Time) error {
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler, Message: msg, LastTransitionTime: now}
+	for _, c := range victim.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget {
+			continue
+		}
+		if c.Status == cond.Status {
+			if c.Reason == cond.Reason && c.Message == cond.Message {
+				return nil
+			}
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+		break
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": victim.UID},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+	})
+	if err != nil {
+		return fmt.Errorf("encoding DisruptionTarget patch: %w", err)
+	}
+	_, err = b.client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("marking victim %s/%s as preempted: %w", victim.Namespace, victim.Name, err)
+	}
+	return nil
+}
+
 // evict deletes a victim gracefully with its own grace period (PR-6): no
 // grace is sent, so the API uses spec.terminationGracePeriodSeconds. The UID
 // precondition keeps a same-named successor safe.

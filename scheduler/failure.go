@@ -86,23 +86,43 @@ func (s *Scheduler) stillPending(pod *corev1.Pod) bool {
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// preempt carries out a preemption decision: delete each victim gracefully
-// and record an Event on it, remember the nomination (the status patch
-// follows in handleSchedulingFailure), and void lower-priority nominations
-// to the same node.
+// preempt carries out a preemption decision as kube-scheduler's
+// preemption executor does: each victim not already being deleted is
+// first marked with the condition DisruptionTarget=True, reason
+// PreemptionByScheduler (so that the preemptor waits for it while it
+// terminates), then deleted gracefully, and an Event is recorded on it
+// (PR-15). A victim already being deleted gets no call: its deletion is
+// under way. A victim whose mark fails is not deleted, as the preemptor
+// would not wait for it; a victim already gone is skipped. preempt then
+// remembers the nomination (the status patch follows in
+// handleSchedulingFailure) and voids lower-priority nominations to the
+// same node.
 func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res *framework.PostFilterResult) {
 	node := res.NominatedNodeName
 	prio := corev1helpers.PodPriority(pod)
 	s.nominator.Set(pod, node)
 	now := metav1.NewTime(s.cfg.Clock.Now())
+	msg := preemptedMessage(s.cfg.SchedulerName, pod)
 	for _, v := range res.Victims {
 		if corev1helpers.PodPriority(v) >= framework.PreemptableBelow(prio) {
 			// Never reached: candidates hold only lower-priority pods (PR-10).
 			s.log.Error("refusing to preempt a pod of equal or higher priority", "victim", klogRef(v), "preemptor", klogRef(pod))
 			continue
 		}
-		if err := s.binder.evict(ctx, v); err != nil && !apierrors.IsNotFound(err) {
-			s.log.Warn("preempting victim", "victim", klogRef(v), "err", err)
+		if v.DeletionTimestamp != nil {
+			s.log.Debug("victim already being deleted", "victim", klogRef(v), "preemptor", klogRef(pod), "node", node)
+			continue
+		}
+		if err := s.binder.markPreempted(ctx, v, msg, now); err != nil {
+			if !apierrors.IsNotFound(err) {
+				s.log.Warn("preempting victim", "victim", klogRef(v), "err", err)
+			}
+			continue
+		}
+		if err := s.binder.evict(ctx, v); err != nil {
+			if !apierrors.IsNotFound(err) {
+				s.log.Warn("preempting victim", "victim", klogRef(v), "err", err)
+			}
 			continue
 		}
 		s.log.Info("preempted", "victim", klogRef(v), "victim_priority", corev1helpers.PodPriority(v),

@@ -2,13 +2,20 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/st"
@@ -185,6 +192,125 @@ func TestPreemption(t *testing.T) {
 				if *v.Spec.Priority >= *tc.pod.Spec.Priority {
 					t.Errorf("victim %s has priority %d >= preemptor's %d", v.Name, *v.Spec.Priority, *tc.pod.Spec.Priority)
 				}
+			}
+		})
+	}
+}
+
+// callsOf lists the fake API's write actions as "verb resource[/sub]
+// namespace/name" and, for a status patch, the DisruptionTarget condition
+// it writes.
+func callsOf(t *testing.T, cs *fake.Clientset) []string {
+	t.Helper()
+	var out []string
+	for _, a := range cs.Actions() {
+		res := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			res += "/" + a.GetSubresource()
+		}
+		var name string
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			name = a.GetName()
+		case k8stesting.DeleteAction:
+			name = a.GetName()
+		case k8stesting.CreateAction:
+			if ev, ok := a.GetObject().(*corev1.Event); ok {
+				name = ev.InvolvedObject.Name + " " + ev.Reason
+			}
+		default:
+			continue
+		}
+		call := fmt.Sprintf("%s %s %s/%s", a.GetVerb(), res, a.GetNamespace(), name)
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			var body struct {
+				Status struct {
+					Conditions []corev1.PodCondition `json:"conditions"`
+				} `json:"status"`
+			}
+			if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range body.Status.Conditions {
+				call += fmt.Sprintf(" %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		out = append(out, call)
+	}
+	return out
+}
+
+// TestPreemptMarksVictims: before deleting a victim the scheduler writes
+// on it DisruptionTarget=True, reason PreemptionByScheduler, as
+// kube-scheduler does, so that its preemptor waits for it; a victim
+// already being deleted gets no call, one already marked only its
+// deletion, and one whose mark fails is not deleted (its preemptor would
+// not wait for it) while the others still go.
+func TestPreemptMarksVictims(t *testing.T) {
+	const mark = "DisruptionTarget=True PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod default/pre"
+	pre := st.MakePod().Name("pre").Priority(100).Obj()
+	victim := func(name string) *corev1.Pod { return st.MakePod().Name(name).Priority(1).Node("n1").Obj() }
+	for _, tc := range []struct {
+		name    string
+		victims []*corev1.Pod
+		// refuse makes the API answer status patches of this pod with 500.
+		refuse string
+		want   []string
+	}{
+		{
+			name:    "marked, then deleted, then recorded",
+			victims: []*corev1.Pod{victim("v1"), victim("v2")},
+			want: []string{
+				"patch pods/status default/v1 " + mark, "delete pods default/v1", "create events default/v1 Preempted",
+				"patch pods/status default/v2 " + mark, "delete pods default/v2", "create events default/v2 Preempted",
+			},
+		},
+		{
+			name:    "a victim already being deleted gets no call",
+			victims: []*corev1.Pod{st.MakePod().Name("v1").Priority(1).Node("n1").Terminating().Obj(), victim("v2")},
+			want:    []string{"patch pods/status default/v2 " + mark, "delete pods default/v2", "create events default/v2 Preempted"},
+		},
+		{
+			name: "a victim already marked is only deleted",
+			victims: []*corev1.Pod{func() *corev1.Pod {
+				v := victim("v1")
+				v.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+					Reason: corev1.PodReasonPreemptionByScheduler, Message: "default-scheduler: preempting to accommodate a higher priority pod default/pre"}}
+				return v
+			}()},
+			want: []string{"delete pods default/v1", "create events default/v1 Preempted"},
+		},
+		{
+			name:    "a victim whose mark fails is not deleted",
+			victims: []*corev1.Pod{victim("v1"), victim("v2")},
+			refuse:  "v1",
+			want:    []string{"patch pods/status default/v1 " + mark, "patch pods/status default/v2 " + mark, "delete pods default/v2", "create events default/v2 Preempted"},
+		},
+		{
+			name:    "a victim already gone is skipped",
+			victims: []*corev1.Pod{st.MakePod().Name("gone").Priority(1).Node("n1").Obj(), victim("v2")},
+			want: []string{"patch pods/status default/gone " + mark,
+				"patch pods/status default/v2 " + mark, "delete pods default/v2", "create events default/v2 Preempted"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stored []*corev1.Pod
+			for _, v := range tc.victims {
+				if v.Name != "gone" {
+					stored = append(stored, v)
+				}
+			}
+			s, cs := newFailureScheduler(t, pre, append(stored, pre))
+			cs.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if p := a.(k8stesting.PatchAction); p.GetSubresource() == "status" && p.GetName() == tc.refuse {
+					return true, nil, apierrors.NewInternalError(errors.New("boom"))
+				}
+				return false, nil, nil
+			})
+			cs.ClearActions()
+			s.preempt(context.Background(), pre, &framework.PostFilterResult{NominatedNodeName: "n1", Victims: tc.victims})
+			if diff := cmp.Diff(tc.want, callsOf(t, cs)); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
 			}
 		})
 	}

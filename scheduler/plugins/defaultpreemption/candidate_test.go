@@ -292,8 +292,8 @@ func TestPreemptionStatuses(t *testing.T) {
 			want:     outcome{Reason: defaultpreemption.ReasonNoCandidates},
 		},
 		{
-			name: "victims terminating on the nominated node: wait",
-			pods: []*corev1.Pod{st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").Terminating().Obj(),
+			name: "victims the scheduler preempted on the nominated node: wait",
+			pods: []*corev1.Pod{st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").PreemptedByScheduler().Obj(),
 				running("n2-mid", "n2", 3, "2")},
 			statuses: framework.NodeToStatus{"n1": unsched, "n2": unsched},
 			pod:      st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
@@ -301,7 +301,7 @@ func TestPreemptionStatuses(t *testing.T) {
 		},
 		{
 			name: "the nominated node ruled out for good: preempt elsewhere",
-			pods: []*corev1.Pod{st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").Terminating().Obj(),
+			pods: []*corev1.Pod{st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").PreemptedByScheduler().Obj(),
 				running("n2-mid", "n2", 3, "2")},
 			statuses: framework.NodeToStatus{"n1": unresolvable, "n2": unsched},
 			pod:      st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),

@@ -1,6 +1,7 @@
 // Package defaultpreemption is the PostFilter that makes room for a pod that
 // fits nowhere by choosing lower-priority victims on one node (PR-4..PR-13).
-// It only decides; the scheduler deletes the victims and nominates the node.
+// It only decides; the scheduler marks the victims (TerminatingByPreemption),
+// deletes them and nominates the node.
 package defaultpreemption
 
 import (
@@ -74,11 +75,13 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 	prio := corev1helpers.PodPriority(pod)
 	// A pod that already preempted waits for its victims rather than choosing
 	// more, unless the filters ruled its nominated node out for good (as
-	// kube-scheduler's PodEligibleToPreemptOthers).
+	// kube-scheduler's PodEligibleToPreemptOthers). Only pods the scheduler
+	// itself is terminating are waited for: a lower-priority pod deleted
+	// for another reason may be taken as a victim again.
 	nn := pod.Status.NominatedNodeName
 	if nominated := snap.Get(nn); nominated != nil && statuses[nn].Code() != framework.UnschedulableAndUnresolvable {
 		for _, pi := range nominated.Pods {
-			if pi.Pod.DeletionTimestamp != nil && pi.Priority < prio {
+			if pi.Priority < prio && TerminatingByPreemption(pi.Pod) {
 				return nil, framework.NewStatus(framework.Unschedulable, ReasonStillWaiting)
 			}
 		}
@@ -92,6 +95,24 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 		res.Victims = append(res.Victims, v.Pod)
 	}
 	return res, nil
+}
+
+// TerminatingByPreemption reports whether pod is being deleted because the
+// scheduler preempted it: it is being deleted and carries the condition
+// the scheduler writes on a victim before deleting it, DisruptionTarget
+// True with reason PreemptionByScheduler (kube-scheduler's
+// PodTerminatingByPreemption). Only the first DisruptionTarget condition
+// is read, as there.
+func TerminatingByPreemption(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+		}
+	}
+	return false
 }
 
 // FindCandidate dry-runs preemption on the nodes where it might help and

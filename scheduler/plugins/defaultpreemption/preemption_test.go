@@ -199,14 +199,56 @@ func TestCandidateSelection(t *testing.T) {
 			want: outcome{Node: "n2", Victims: []string{"low"}},
 		},
 		{
-			name:  "a preemptor waits for the victims terminating on its nominated node",
+			name:  "a preemptor waits for the victims it preempted on its nominated node",
+			nodes: []*corev1.Node{node("n1", "2"), node("n2", "2")},
+			pods: []*corev1.Pod{
+				st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").PreemptedByScheduler().Obj(),
+				running("low", "n2", 1, "2"),
+			},
+			pod:  st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
+			want: outcome{Reason: defaultpreemption.ReasonStillWaiting},
+		},
+		{
+			// Oracle seeds 1268, 1783, 2049, 2863: a pod deleted for
+			// another reason may be chosen again (the scheduler then sends
+			// no call for it, its deletion being under way).
+			name:  "a lower-priority pod terminating for another reason is not waited for",
 			nodes: []*corev1.Node{node("n1", "2"), node("n2", "2")},
 			pods: []*corev1.Pod{
 				st.MakePod().Name("going").Priority(1).Req("2", "").Node("n1").Terminating().Obj(),
 				running("low", "n2", 1, "2"),
 			},
 			pod:  st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
-			want: outcome{Reason: defaultpreemption.ReasonStillWaiting},
+			want: outcome{Node: "n1", Victims: []string{"going"}},
+		},
+		{
+			name:  "a victim marked but not being deleted is not waited for",
+			nodes: []*corev1.Node{node("n1", "2")},
+			pods: []*corev1.Pod{
+				st.MakePod().Name("marked").Priority(1).Req("2", "").Node("n1").Condition(corev1.DisruptionTarget, corev1.PodReasonPreemptionByScheduler).Obj(),
+			},
+			pod:  st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
+			want: outcome{Node: "n1", Victims: []string{"marked"}},
+		},
+		{
+			name:  "a pod terminating for another disruption is not waited for",
+			nodes: []*corev1.Node{node("n1", "2")},
+			pods: []*corev1.Pod{
+				st.MakePod().Name("evicted").Priority(1).Req("2", "").Node("n1").Condition(corev1.DisruptionTarget, "EvictionByEvictionAPI").Terminating().Obj(),
+			},
+			pod:  st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
+			want: outcome{Node: "n1", Victims: []string{"evicted"}},
+		},
+		{
+			name:  "a preempted pod of equal priority is not waited for",
+			nodes: []*corev1.Node{node("n1", "2"), node("n2", "2")},
+			pods: []*corev1.Pod{
+				st.MakePod().Name("peer").Priority(10).Req("1", "").Node("n1").PreemptedByScheduler().Obj(),
+				running("low", "n1", 1, "1"),
+				running("other", "n2", 20, "2"),
+			},
+			pod:  st.MakePod().Name("preemptor").Priority(10).Req("1", "").NominatedNode("n1").Obj(),
+			want: outcome{Node: "n1", Victims: []string{"low"}},
 		},
 		{
 			name:  "PR-9 victims all come from one node",
