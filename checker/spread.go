@@ -244,7 +244,12 @@ type spreadCons struct {
 	sel                 labels.Selector
 	honorAffinity       bool
 	honorTaints         bool
-	// self is 1 when the incoming pod matches the selector itself.
+	// none: the selector is empty (labelSelector {} with no matchLabelKeys
+	// value merged in), and the scheduler counts no pod with it, as
+	// kube-scheduler does, though it matches every pod.
+	none bool
+	// self is 1 when the incoming pod matches the selector itself (an
+	// empty selector too).
 	self int
 }
 
@@ -254,7 +259,8 @@ func (c spreadCons) String() string {
 
 // spreadConstraintsOf resolves the pod's own DoNotSchedule constraints: the
 // labelSelector (nil selects nothing) ANDed with the pod's values of
-// matchLabelKeys (keys it lacks are ignored), minDomains 1 by default.
+// matchLabelKeys (keys it lacks are ignored), minDomains 1 by default. A
+// selector left empty counts no pod but the incoming one (spreadCons.none).
 func spreadConstraintsOf(p *schedPod) ([]spreadCons, error) {
 	var out []spreadCons
 	for _, c := range p.spread {
@@ -285,6 +291,7 @@ func spreadConstraintsOf(p *schedPod) ([]spreadCons, error) {
 		if c.MinDomains != nil {
 			sc.minDomains = *c.MinDomains
 		}
+		sc.none = sel.Empty()
 		if sel.Matches(p.labels) {
 			sc.self = 1
 		}
@@ -358,14 +365,16 @@ type spreadJudge struct {
 }
 
 // counted adds delta for pod q to counts when q counts as a pod on node
-// for constraint i.
+// for constraint i: the scheduler's rule (countMatching), so a pod of
+// another namespace, one being deleted, or any pod under an empty selector
+// does not count.
 func (j *spreadJudge) counted(counts spreadCounts, q *schedPod, node string, delta int) {
 	if q == nil || q.uid == j.pod.uid || q.namespace != j.pod.namespace || q.deleting || node == "" {
 		return
 	}
 	for i, c := range j.cs {
 		d, ok := j.sn.domain[i][node]
-		if ok && c.sel.Matches(q.labels) {
+		if ok && !c.none && c.sel.Matches(q.labels) {
 			counts[i][d] += delta
 		}
 	}

@@ -218,6 +218,34 @@ func TestSpreadRules(t *testing.T) {
 		p.Spec.TopologySpreadConstraints[0].MatchLabelKeys = nil
 		checkSpread(t, c.history(t, "node1"), Illegal)
 	})
+	// An empty labelSelector counts no pod (the scheduler's rule, as
+	// kube-scheduler's), though the incoming pod counts itself: the skew
+	// of a zone full of pods is 0 + 1 − 0. With a matchLabelKeys value
+	// merged in the selector is no longer empty and pods count again.
+	t.Run("empty selector", func(t *testing.T) {
+		everything := func(keys ...string) *corev1.Pod {
+			p := incoming(corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{}, MatchLabelKeys: keys})
+			p.Labels["rev"] = "2"
+			return p
+		}
+		build := func(p *corev1.Pod, target string) *history.History {
+			b := newSchedHist(t)
+			for _, n := range append(zones("node1", "zoneA", "node2", "zoneB"), mkNode("nokey")) {
+				b.node(0, n)
+			}
+			b.pod(1, onNode(mkPod("default", "a", "rev", "2"), "node1"))
+			b.pod(1, onNode(mkPod("default", "b", "rev", "2"), "node1"))
+			b.pod(10, p)
+			b.bind(11, p, target)
+			return b.history()
+		}
+		checkSpread(t, build(everything(), "node1"), Ok)
+		checkSpread(t, build(everything("rev"), "node1"), Illegal,
+			"2 matching pods in topology.kubernetes.io/zone=zoneA + 1 − global minimum 0 = skew 3 > maxSkew 1", "zoneA:2 zoneB:0")
+		checkSpread(t, build(everything("rev"), "node2"), Ok)
+		checkSpread(t, build(everything(), "nokey"), Illegal, "lacks topology key")
+	})
 	// Pods being deleted do not count (the scheduler's rule).
 	t.Run("terminating pods", func(t *testing.T) {
 		c := spreadCase{three[:2], []string{"node2"}, incoming(spreadOn(zoneKey, 1))}
