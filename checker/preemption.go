@@ -617,7 +617,7 @@ func (pc *preemptCheck) fitsAfterRemoval(v *preemptWindowView, node string, p *s
 		}
 	}
 	// least is the smallest use of each resource over the states.
-	least := schedRes{milliCPU: math.MaxInt64, memory: math.MaxInt64, pods: math.MaxInt64}
+	least := schedRes{milliCPU: math.MaxInt64, memory: math.MaxInt64, pods: math.MaxInt64, ephemeral: math.MaxInt64}
 	check := func() bool {
 		var used schedRes
 		for _, q := range on {
@@ -625,7 +625,8 @@ func (pc *preemptCheck) fitsAfterRemoval(v *preemptWindowView, node string, p *s
 				used.add(q.requests)
 			}
 		}
-		least = schedRes{milliCPU: min(least.milliCPU, used.milliCPU), memory: min(least.memory, used.memory), pods: min(least.pods, used.pods)}
+		least = schedRes{milliCPU: min(least.milliCPU, used.milliCPU), memory: min(least.memory, used.memory), pods: min(least.pods, used.pods),
+			ephemeral: min(least.ephemeral, used.ephemeral)}
 		for _, n := range usable {
 			if p.requests.fits(used, n.alloc) {
 				return true

@@ -188,6 +188,37 @@ func TestPreemptionRules(t *testing.T) {
 			c.n2 = smallNode("n2")
 			c.others = []*corev1.Pod{onNode(prioPod("big", 9000, "900m"), "n2")}
 		}, Ok, nil},
+		{"PR-4 the other node was full with a pod's sidecar", func(c *preemptCase) {
+			// Counted without its sidecar, big would leave n2 500m free.
+			c.n2 = smallNode("n2")
+			big := onNode(prioPod("big", 9000, "400m"), "n2")
+			always := corev1.ContainerRestartPolicyAlways
+			big.Spec.InitContainers = []corev1.Container{{Name: "sidecar", RestartPolicy: &always,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}
+			c.others = []*corev1.Pod{big}
+		}, Ok, nil},
+		{"PR-4 the other node was full with a pod's pod-level requests", func(c *preemptCase) {
+			c.n2 = smallNode("n2")
+			big := onNode(prioPod("big", 9000, "100m"), "n2")
+			big.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("900m")}}
+			c.others = []*corev1.Pod{big}
+		}, Ok, nil},
+		{"PR-4 the other node lacks the extended resource", func(c *preemptCase) {
+			c.n1 = smallNode("n1")
+			c.n1.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+			c.n2 = smallNode("n2")
+			c.preemptor.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		}, Ok, nil},
+		{"PR-4 the other node had the extended resource free", func(c *preemptCase) {
+			c.n1 = smallNode("n1")
+			c.n1.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+			c.n2 = smallNode("n2")
+			c.n2.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+			c.preemptor.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		}, Illegal, []string{"PR-4", "fit on node n2 without preemption"}},
+		{"PR-8 the victim's node lacks the extended resource", func(c *preemptCase) {
+			c.preemptor.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		}, Illegal, []string{"PR-8", "example.com/gpu 1"}},
 		{"PR-4 the other node filled up just before", func(c *preemptCase) {
 			c.n2 = smallNode("n2")
 			c.before = func(b *schedHist) { b.pod(10.9, onNode(prioPod("late", 9000, "900m"), "n2")) }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/podsafe/podsafe/history"
@@ -20,44 +21,118 @@ import (
 // pods, nominates preemptors and deletes preemption victims.
 const identityScheduler = "scheduler"
 
-// schedRes is an amount of the resources the scheduler accounts for.
+// schedRes is an amount of the resources the scheduler accounts for (its
+// framework.Resource): CPU, memory, pod slots, ephemeral storage and the
+// scalar resources (extended resources, hugepages, attachable volumes).
+// A schedRes decoded from an object is shared between states and never
+// changed; add changes only its receiver.
 type schedRes struct {
-	milliCPU, memory, pods int64
+	milliCPU, memory, pods, ephemeral int64
+	// scalar holds the scalar resources by name, nil when there are none.
+	scalar map[corev1.ResourceName]int64
 }
 
 func (r *schedRes) add(o schedRes) {
 	r.milliCPU += o.milliCPU
 	r.memory += o.memory
 	r.pods += o.pods
+	r.ephemeral += o.ephemeral
+	if len(o.scalar) > 0 && r.scalar == nil {
+		r.scalar = make(map[corev1.ResourceName]int64, len(o.scalar))
+	}
+	for name, v := range o.scalar {
+		r.scalar[name] += v
+	}
+}
+
+// equal reports whether r and o are the same amounts (a missing scalar
+// resource is 0).
+func (r schedRes) equal(o schedRes) bool {
+	if r.milliCPU != o.milliCPU || r.memory != o.memory || r.pods != o.pods || r.ephemeral != o.ephemeral {
+		return false
+	}
+	for name, v := range r.scalar {
+		if o.scalar[name] != v {
+			return false
+		}
+	}
+	for name, v := range o.scalar {
+		if r.scalar[name] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // fits reports whether r fits on top of used within alloc, as the
-// scheduler's resource filter decides it: pods always, CPU and memory only
-// when requested.
+// scheduler's resource filter decides it: a pod slot always, every other
+// resource only when requested.
 func (r schedRes) fits(used, alloc schedRes) bool {
 	if used.pods+r.pods > alloc.pods {
 		return false
 	}
-	if r.milliCPU > 0 && used.milliCPU+r.milliCPU > alloc.milliCPU {
+	short := func(want, used, have int64) bool { return want > 0 && used+want > have }
+	if short(r.milliCPU, used.milliCPU, alloc.milliCPU) || short(r.memory, used.memory, alloc.memory) ||
+		short(r.ephemeral, used.ephemeral, alloc.ephemeral) {
 		return false
 	}
-	return r.memory <= 0 || used.memory+r.memory <= alloc.memory
+	for name, want := range r.scalar {
+		if short(want, used.scalar[name], alloc.scalar[name]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r schedRes) String() string {
-	return fmt.Sprintf("cpu %dm, memory %d, pods %d", r.milliCPU, r.memory, r.pods)
+	out := fmt.Sprintf("cpu %dm, memory %d, pods %d", r.milliCPU, r.memory, r.pods)
+	if r.ephemeral != 0 {
+		out += fmt.Sprintf(", ephemeral-storage %d", r.ephemeral)
+	}
+	names := make([]string, 0, len(r.scalar))
+	for name := range r.scalar {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out += fmt.Sprintf(", %s %d", name, r.scalar[corev1.ResourceName(name)])
+	}
+	return out
 }
 
+// schedScalar reports whether the scheduler accounts for resource name as
+// a scalar resource: an extended resource (a domain-prefixed name outside
+// the "requests." quota prefix), hugepages or attachable volumes.
+func schedScalar(name corev1.ResourceName) bool {
+	n := string(name)
+	if strings.HasPrefix(n, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(n, corev1.ResourceAttachableVolumesPrefix) {
+		return true
+	}
+	return strings.Contains(n, "/") && !strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix)
+}
+
+// schedResOf reads a resource list (a node's allocatable, a pod's
+// requests); names the scheduler does not account for are ignored.
 func schedResOf(l corev1.ResourceList) schedRes {
 	var r schedRes
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		r.milliCPU = q.MilliValue()
-	}
-	if q, ok := l[corev1.ResourceMemory]; ok {
-		r.memory = q.Value()
-	}
-	if q, ok := l[corev1.ResourcePods]; ok {
-		r.pods = q.Value()
+	for name, q := range l {
+		switch name {
+		case corev1.ResourceCPU:
+			r.milliCPU = q.MilliValue()
+		case corev1.ResourceMemory:
+			r.memory = q.Value()
+		case corev1.ResourcePods:
+			r.pods = q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.ephemeral = q.Value()
+		default:
+			if schedScalar(name) {
+				if r.scalar == nil {
+					r.scalar = map[corev1.ResourceName]int64{}
+				}
+				r.scalar[name] = q.Value()
+			}
+		}
 	}
 	return r
 }
@@ -228,7 +303,7 @@ func (n *schedNode) sameForScheduling(o *schedNode) bool {
 	if n == nil || o == nil {
 		return n == o
 	}
-	if n.unschedulable != o.unschedulable || n.alloc != o.alloc || len(n.labels) != len(o.labels) || len(n.taints) != len(o.taints) {
+	if n.unschedulable != o.unschedulable || !n.alloc.equal(o.alloc) || len(n.labels) != len(o.labels) || len(n.taints) != len(o.taints) {
 		return false
 	}
 	for k, v := range n.labels {
@@ -447,28 +522,54 @@ type schedPodJSON struct {
 		DeletionTimestamp *string                 `json:"deletionTimestamp"`
 		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
-	Spec struct {
-		NodeName                  string                            `json:"nodeName"`
-		Priority                  *int32                            `json:"priority"`
-		PreemptionPolicy          *string                           `json:"preemptionPolicy"`
-		NodeSelector              map[string]string                 `json:"nodeSelector"`
-		Affinity                  *corev1.Affinity                  `json:"affinity"`
-		Tolerations               []corev1.Toleration               `json:"tolerations"`
-		TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
-		Containers                []schedContainerJSON              `json:"containers"`
-		InitContainers            []schedContainerJSON              `json:"initContainers"`
-		Overhead                  corev1.ResourceList               `json:"overhead"`
-	} `json:"spec"`
+	Spec   schedPodSpecJSON `json:"spec"`
 	Status struct {
 		Phase             corev1.PodPhase `json:"phase"`
 		NominatedNodeName string          `json:"nominatedNodeName"`
 	} `json:"status"`
 }
 
+// schedPodSpecJSON is the part of a pod spec scheduling reads.
+type schedPodSpecJSON struct {
+	NodeName                  string                            `json:"nodeName"`
+	Priority                  *int32                            `json:"priority"`
+	PreemptionPolicy          *string                           `json:"preemptionPolicy"`
+	NodeSelector              map[string]string                 `json:"nodeSelector"`
+	Affinity                  *corev1.Affinity                  `json:"affinity"`
+	Tolerations               []corev1.Toleration               `json:"tolerations"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
+	Containers                []schedContainerJSON              `json:"containers"`
+	InitContainers            []schedContainerJSON              `json:"initContainers"`
+	Overhead                  corev1.ResourceList               `json:"overhead"`
+	Resources                 *corev1.ResourceRequirements      `json:"resources"`
+}
+
 type schedContainerJSON struct {
 	Resources struct {
 		Requests corev1.ResourceList `json:"requests"`
 	} `json:"resources"`
+	// RestartPolicy Always on an init container makes it a sidecar.
+	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
+}
+
+// schedRequests computes what the pod asks of a node as the scheduler does
+// (framework.PodRequests, with component-helpers' PodRequests): pod-level
+// requests where set; otherwise the containers' plus the sidecars', at
+// least what any init container needs beside the sidecars started before
+// it; plus the overhead; and one pod slot.
+func schedRequests(sp *schedPodSpecJSON) schedRes {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Overhead: sp.Overhead, Resources: sp.Resources,
+		Containers: make([]corev1.Container, len(sp.Containers)), InitContainers: make([]corev1.Container, len(sp.InitContainers))}}
+	for i, c := range sp.Containers {
+		pod.Spec.Containers[i].Resources.Requests = c.Resources.Requests
+	}
+	for i, c := range sp.InitContainers {
+		pod.Spec.InitContainers[i].Resources.Requests = c.Resources.Requests
+		pod.Spec.InitContainers[i].RestartPolicy = c.RestartPolicy
+	}
+	r := schedResOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r.pods = 1
+	return r
 }
 
 func decodeSchedPod(raw []byte) (*schedPod, error) {
@@ -494,16 +595,7 @@ func decodeSchedPod(raw []byte) (*schedPod, error) {
 	if a := sp.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		p.hasPodAffinityTerms = true
 	}
-	for _, c := range sp.Containers {
-		p.requests.add(schedResOf(c.Resources.Requests))
-	}
-	for _, c := range sp.InitContainers {
-		ic := schedResOf(c.Resources.Requests)
-		p.requests.milliCPU = max(p.requests.milliCPU, ic.milliCPU)
-		p.requests.memory = max(p.requests.memory, ic.memory)
-	}
-	p.requests.add(schedResOf(sp.Overhead))
-	p.requests.pods = 1
+	p.requests = schedRequests(sp)
 	return p, nil
 }
 

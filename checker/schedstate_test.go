@@ -192,7 +192,7 @@ func TestSchedStateReplay(t *testing.T) {
 		if ch.binding() {
 			binds++
 			got := r.state.pods["ns/a"]
-			if got.node != "n1" || got.priority != 7 || got.requests != (schedRes{milliCPU: 2000, memory: 1 << 30, pods: 1}) {
+			if got.node != "n1" || got.priority != 7 || !got.requests.equal(schedRes{milliCPU: 2000, memory: 1 << 30, pods: 1}) {
 				t.Errorf("bound pod = %+v", got)
 			}
 			if len(r.state.byNode["n1"]) != 1 || len(r.state.byNS["ns"]) != 1 {
@@ -214,6 +214,88 @@ func TestSchedStateReplay(t *testing.T) {
 	}
 	if got := r.firstAtOrAfter(schedSec(2)); got != 2 {
 		t.Errorf("firstAtOrAfter(2s) = %d, want 2", got)
+	}
+}
+
+// TestSchedRequests: a pod's requests are decoded as the scheduler now
+// computes them (component-helpers' PodRequests): sidecars add up with the
+// containers, plain init containers raise the floor, pod-level requests
+// replace the containers' CPU and memory, overhead is added, and ephemeral
+// storage and extended resources are counted; a node's allocatable holds
+// the same resources.
+func TestSchedRequests(t *testing.T) {
+	const gpu corev1.ResourceName = "example.com/gpu"
+	always := corev1.ContainerRestartPolicyAlways
+	reqs := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	pod := func(containers corev1.ResourceList, edit func(*corev1.Pod)) *corev1.Pod {
+		p := mkPod("ns", "p")
+		p.Spec.Containers[0].Resources.Requests = containers
+		if edit != nil {
+			edit(p)
+		}
+		return p
+	}
+	initC := func(l corev1.ResourceList, policy *corev1.ContainerRestartPolicy) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "i", RestartPolicy: policy,
+				Resources: corev1.ResourceRequirements{Requests: l}})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want schedRes
+	}{
+		{"containers", pod(reqs("cpu", "500m", "memory", "1Gi"), nil), schedRes{milliCPU: 500, memory: 1 << 30, pods: 1}},
+		{"an init container sets the floor", pod(reqs("cpu", "500m"), initC(reqs("cpu", "2"), nil)), schedRes{milliCPU: 2000, pods: 1}},
+		{"a sidecar adds up", pod(reqs("cpu", "500m"), initC(reqs("cpu", "250m"), &always)), schedRes{milliCPU: 750, pods: 1}},
+		{"pod-level requests replace the containers'", pod(reqs("cpu", "250m", "memory", "256Mi", "ephemeral-storage", "1Gi"), func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: reqs("cpu", "1200m", "memory", "384Mi")}
+		}), schedRes{milliCPU: 1200, memory: 384 << 20, ephemeral: 1 << 30, pods: 1}},
+		{"overhead", pod(reqs("cpu", "500m"), func(p *corev1.Pod) { p.Spec.Overhead = reqs("cpu", "100m") }), schedRes{milliCPU: 600, pods: 1}},
+		{"ephemeral storage and an extended resource", pod(reqs("ephemeral-storage", "512Mi", string(gpu), "2"), nil),
+			schedRes{ephemeral: 512 << 20, pods: 1, scalar: map[corev1.ResourceName]int64{gpu: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := json.Marshal(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeSchedPod(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.requests.equal(tc.want) {
+				t.Errorf("requests = %s, want %s", got.requests, tc.want)
+			}
+		})
+	}
+	n := mkNode("n1")
+	n.Status.Allocatable[gpu] = resource.MustParse("4")
+	n.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("10Gi")
+	raw, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeSchedNode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := schedRes{milliCPU: 4000, memory: 8 << 30, pods: 110, ephemeral: 10 << 30, scalar: map[corev1.ResourceName]int64{gpu: 4}}
+	if !got.alloc.equal(want) {
+		t.Errorf("allocatable = %s, want %s", got.alloc, want)
+	}
+	if small := (schedRes{pods: 1, scalar: map[corev1.ResourceName]int64{gpu: 1}}); small.fits(schedRes{scalar: map[corev1.ResourceName]int64{gpu: 4}}, want) {
+		t.Error("a gpu fits on a node whose gpus are all taken")
+	}
+	if eph := (schedRes{pods: 1, ephemeral: 1 << 30}); eph.fits(schedRes{ephemeral: 10 << 30}, want) {
+		t.Error("ephemeral storage fits on a node whose storage is all taken")
 	}
 }
 
