@@ -20,15 +20,28 @@ const PreemptionChecker = "preemption"
 // preemptionGuarantees are the guarantees the preemption checker judges.
 var preemptionGuarantees = []string{"PR-4", "PR-8", "PR-9", "PR-10", "PR-12"}
 
-// preemptBatch is one preemption as the API history shows it: the
-// scheduler deletes the victims one by one (recording an Event on each),
-// then patches the preemptor's status.nominatedNodeName unless it already
-// named the node, and clears lower-priority nominations to the node.
+// preemptBatch is one preemption as the API history shows it: for each
+// victim not already being deleted the scheduler patches its status with
+// the condition DisruptionTarget (the mark), deletes it and records an
+// Event on it; it then clears lower-priority nominations to the node
+// (status patches), and records the preemptor's failed cycle: a Warning
+// Event FailedScheduling, then PodScheduled=False and the nomination in
+// one status patch (left out when the pod already shows both, sent again
+// after a refusal).
 type preemptBatch struct {
 	deletes []history.APICall
+	// marks are the status patches that marked a victim right before its
+	// deletion.
+	marks   []history.APICall
 	patches []history.APICall
-	// td is when the scheduler had decided: the first deletion's invoke.
-	td int64
+	// failureSeen: the batch holds an Event that is not on one of its
+	// victims, the preemptor's FailedScheduling; the next such Event
+	// belongs to a later cycle.
+	failureSeen bool
+	// td is when the scheduler had decided: the invoke of the batch's
+	// first call, a mark or a deletion; first is that call.
+	td    int64
+	first history.APICall
 	// upper bounds when the store changes the batch made are recorded: its
 	// last return plus recording slack.
 	upper int64
@@ -42,13 +55,62 @@ func schedWrite(c history.APICall) bool {
 	return c.Identity == identityScheduler && c.Verb != "get" && c.Verb != "list" && c.Verb != "watch"
 }
 
+// podDelete and podStatusPatch classify a scheduler call.
+func podDelete(c history.APICall) bool {
+	return c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "delete"
+}
+
+func podStatusPatch(c history.APICall) bool {
+	return c.Group == "" && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch"
+}
+
+// eventPod names the pod an Event of the scheduler is on: the scheduler
+// names its Events after the pod, a dot and a time in hex.
+func eventPod(c history.APICall) string {
+	name := c.Name
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[:i]
+	}
+	return c.Namespace + "/" + name
+}
+
 // preemptBatches groups the scheduler's victim deletions into preemptions.
 // The scheduler runs one cycle at a time, so one preemption's calls are
-// contiguous: deletions and Events, then status patches; a deletion after a
-// patch or a binding starts the next. Two preemptions that patch nothing
-// may merge into one batch; the checks below take every victim's node on
-// its own, so a merged batch is judged as the two would be.
+// contiguous, as preemptBatch describes. A status patch of a pod whose
+// deletion is the scheduler's next write (Events aside) is that victim's
+// mark and goes with its deletion. A batch ends at a binding or any other
+// write, or once a second Event not on one of its victims shows that a
+// later cycle began: its status patches are those of the preemption's
+// cycle (the cleared nominations and the preemptor's), not every later
+// cycle's. A batch whose preemptor recorded no failure (it was no longer
+// pending) may take in the next cycle's calls, and two preemptions may
+// merge into one batch; the checks below take every victim's node on its
+// own and only gain candidates from a longer batch, so a merged batch is
+// judged as the two would be, never more strictly. A preemption is never
+// split: that could leave its victims without the nomination that follows
+// them.
 func preemptBatches(h *history.History) []preemptBatch {
+	var writes []history.APICall
+	for _, c := range h.API {
+		if schedWrite(c) {
+			writes = append(writes, c)
+		}
+	}
+	// marks[i]: writes[i] is the mark of the deletion that follows it.
+	marks := make([]bool, len(writes))
+	for i, c := range writes {
+		if !podStatusPatch(c) {
+			continue
+		}
+		for j := i + 1; j < len(writes); j++ {
+			n := writes[j]
+			if n.Group == "" && n.Resource == "events" {
+				continue
+			}
+			marks[i] = podDelete(n) && n.Namespace == c.Namespace && n.Name == c.Name
+			break
+		}
+	}
 	var out []preemptBatch
 	var cur *preemptBatch
 	closeAt := func() {
@@ -57,22 +119,45 @@ func preemptBatches(h *history.History) []preemptBatch {
 			cur = nil
 		}
 	}
-	for _, c := range h.API {
-		if !schedWrite(c) {
-			continue
-		}
+	victimKeys := map[string]bool{}
+	for i, c := range writes {
 		switch {
-		case c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "delete":
-			if cur != nil && len(cur.patches) > 0 {
+		case marks[i]:
+			// Taken with its deletion, the next write but Events.
+			continue
+		case podDelete(c):
+			if cur != nil && cur.failureSeen {
 				closeAt()
 			}
 			if cur == nil {
-				cur = &preemptBatch{td: c.Invoke, upper: math.MinInt64}
+				cur = &preemptBatch{td: c.Invoke, first: c, upper: math.MinInt64}
+				victimKeys = map[string]bool{}
+			}
+			for k := i - 1; k >= 0; k-- {
+				if marks[k] {
+					cur.marks = append(cur.marks, writes[k])
+					if len(cur.deletes) == 0 {
+						cur.td, cur.first = writes[k].Invoke, writes[k]
+					}
+					cur.note(h, writes[k])
+					break
+				}
+				if writes[k].Group != "" || writes[k].Resource != "events" {
+					break
+				}
 			}
 			cur.deletes = append(cur.deletes, c)
+			victimKeys[c.Namespace+"/"+c.Name] = true
 		case c.Group == "" && c.Resource == "events":
-			continue
-		case c.Group == "" && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch":
+			if cur == nil || victimKeys[eventPod(c)] {
+				continue
+			}
+			if cur.failureSeen {
+				closeAt()
+				continue
+			}
+			cur.failureSeen = true
+		case podStatusPatch(c):
 			if cur == nil {
 				continue
 			}
@@ -81,17 +166,22 @@ func preemptBatches(h *history.History) []preemptBatch {
 			closeAt()
 			continue
 		}
-		if rv, err := strconv.ParseUint(c.ResourceVersion, 10, 64); err == nil && c.Outcome == history.StatusOK {
-			cur.upperRV = max(cur.upperRV, rv)
-		}
-		ret := c.Return
-		if ret == math.MaxInt64 || c.Outcome == history.StatusUnknown {
-			ret = h.End
-		}
-		cur.upper = max(cur.upper, ret+int64(schedRecordSlack))
+		cur.note(h, c)
 	}
 	closeAt()
 	return out
+}
+
+// note widens the batch's bounds to take in call c.
+func (b *preemptBatch) note(h *history.History, c history.APICall) {
+	if rv, err := strconv.ParseUint(c.ResourceVersion, 10, 64); err == nil && c.Outcome == history.StatusOK {
+		b.upperRV = max(b.upperRV, rv)
+	}
+	ret := c.Return
+	if ret == math.MaxInt64 || c.Outcome == history.StatusUnknown {
+		ret = h.End
+	}
+	b.upper = max(b.upper, ret+int64(schedRecordSlack))
 }
 
 // preemptPod gathers what the window shows of one pod UID.
@@ -293,10 +383,10 @@ func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
 	wstart := schedWindowStart(pc.h, b.td)
 	v := &preemptWindowView{pods: map[string]*preemptPod{}, nodeVersions: map[string][]*schedNode{}, nodeGone: map[string]bool{},
 		occupied: map[string]map[string]*schedPod{}, nominatedTo: map[string]map[string]*schedPod{}}
-	// The decision's state: everything committed before the first
-	// deletion, by its resourceVersion when the answer gave one, else by
-	// time with the recording slack.
-	first := b.deletes[0]
+	// The decision's state: everything committed before the batch's first
+	// call (a victim's mark or deletion), by its resourceVersion when the
+	// answer gave one, else by time with the recording slack.
+	first := b.first
 	if rv, err := strconv.ParseUint(first.ResourceVersion, 10, 64); err == nil && first.Outcome == history.StatusOK {
 		v.idxTd = r.firstFromRV(rv) - 1
 	} else {
@@ -505,6 +595,7 @@ func (pc *preemptCheck) judgeNode(b *preemptBatch, v *preemptWindowView, node st
 			calls = append(calls, vic.call)
 			vs = append(vs, vic.pod.ref())
 		}
+		calls = append(calls, b.marks...)
 		calls = append(calls, b.patches...)
 		return &Evidence{Key: victims[0].pod.key, API: calls,
 			Description: fmt.Sprintf("%s: the scheduler deleted %s on node %s at %s; %s", rule, strings.Join(vs, ", "), node, nanos(b.td), why)}

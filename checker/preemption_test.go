@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -33,11 +34,32 @@ func nominated(p *corev1.Pod, node string) *corev1.Pod {
 	return q
 }
 
+// markedPreempted is p as the scheduler's mark leaves it: condition
+// DisruptionTarget=True, reason PreemptionByScheduler.
+func markedPreempted(p *corev1.Pod) *corev1.Pod {
+	q := p.DeepCopy()
+	q.Status.Conditions = append(q.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler, Message: "default-scheduler: preempting to accommodate a higher priority pod"})
+	return q
+}
+
+// preempted records the scheduler's preemption of victim v at at as it
+// writes it: the mark (status patch), the deletion, the Event on v.
+func (b *schedHist) preempted(at float64, v *corev1.Pod) {
+	b.call(at, identityScheduler, "patch", "pods", "status", v.Namespace, v.Name, history.StatusOK, string(v.UID))
+	m := markedPreempted(v)
+	b.pod(at+0.005, m)
+	b.call(at+0.01, identityScheduler, "delete", "pods", "", v.Namespace, v.Name, history.StatusOK, string(v.UID))
+	b.pod(at+0.015, deleting(m))
+	b.call(at+0.02, identityScheduler, "create", "events", "", v.Namespace, v.Name+".1a", history.StatusOK, "")
+}
+
 // preemptCase is one node n1 (and n2 when set) with a low-priority victim
 // running on victimNode from 1 s, a preemptor pending from 10 s, and the
-// scheduler's preemption at 11 s: it deletes the victim, records an Event,
-// and patches the preemptor's nomination (patch), which the store shows
-// when the patch succeeded.
+// scheduler's preemption at 10.99 s as it writes it: the victim's mark,
+// deletion and Event, then the preemptor's FailedScheduling Event and
+// status patch with the nomination (patch), which the store shows when
+// the patch succeeded.
 type preemptCase struct {
 	victim, preemptor *corev1.Pod
 	victimNode        string
@@ -84,9 +106,8 @@ func (c preemptCase) history(t *testing.T) *history.History {
 	if c.before != nil {
 		c.before(b)
 	}
-	b.call(11, identityScheduler, "delete", "pods", "", v.Namespace, v.Name, history.StatusOK, string(v.UID))
-	b.pod(11.005, deleting(v))
-	b.call(11.02, identityScheduler, "create", "events", "", v.Namespace, v.Name+".1", history.StatusOK, "")
+	b.preempted(10.99, v)
+	b.call(11.03, identityScheduler, "create", "events", "", p.Namespace, p.Name+".2b", history.StatusOK, "")
 	if !c.noPatch {
 		status := c.patch
 		if status == "" {
@@ -257,51 +278,84 @@ func TestPreemptionRules(t *testing.T) {
 	}
 }
 
-// TestPreemptionSchedulerCalls judges a preemption as the scheduler now
-// writes it: the victim's deletion and Event, a FailedScheduling Event,
-// then PodScheduled=False and the nomination in one status patch that is
-// conditional on the informer's resourceVersion, so it may be refused
-// (409) and sent again after a read; later cycles of other pods add their
-// own Events and status patches before the preemptor binds.
+// TestPreemptionSchedulerCalls judges preemptions as the scheduler now
+// writes them: each victim marked (DisruptionTarget), deleted and given
+// an Event; a lower nomination to the node cleared; the preemptor's
+// FailedScheduling Event, then PodScheduled=False and the nomination in
+// one status patch that is conditional on the informer's resourceVersion,
+// so it may be refused (409) and sent again after a read; later cycles of
+// other pods add their own Events and status patches, and a second
+// preemptor preempts on n2 before the first binds. The victims pair with
+// their own preemptors: a victim of a priority no pending preemptor
+// nominated to its node exceeds is Illegal.
 func TestPreemptionSchedulerCalls(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		victimPrio int32
-		want       Verdict
-		words      []string
+		name string
+		// victimPrio and secondPrio are the priorities of the first
+		// preemption's victims and of the second preemption's.
+		victimPrio, secondPrio int32
+		// refused: the first preemptor's status patch is refused and sent
+		// again after a read (a refused patch makes its pod a candidate
+		// preemptor for every node, as its nomination may have landed).
+		refused bool
+		want    Verdict
+		words   []string
 	}{
-		{name: "lower-priority victim", victimPrio: 1000, want: Ok},
-		{name: "PR-10 equal-priority victim", victimPrio: 3000, want: Illegal, words: []string{"PR-10", "not strictly lower"}},
+		{name: "lower-priority victims", victimPrio: 1000, secondPrio: 1000, want: Ok},
+		{name: "lower-priority victims, the nomination patch refused once", victimPrio: 1000, secondPrio: 1000, refused: true, want: Ok},
+		{name: "PR-10 equal-priority victim of the first preemptor", victimPrio: 3000, secondPrio: 1000, want: Illegal,
+			words: []string{"PR-10", "on node n1", "not strictly lower"}},
+		{name: "PR-10 the second preemptor's victim outranks it", victimPrio: 1000, secondPrio: 2500, want: Illegal,
+			words: []string{"PR-10", "on node n2", "not strictly lower"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newSchedHist(t)
 			b.node(0, smallNode("n1"))
-			v := onNode(prioPod("victim", tc.victimPrio, "800m"), "n1")
-			b.pod(1, v)
-			pre := prioPod("pre", 3000, "500m")
-			b.pod(10, pre)
+			b.node(0, smallNode("n2"))
+			v1 := onNode(prioPod("victim", tc.victimPrio, "400m"), "n1")
+			v2 := onNode(prioPod("victim2", tc.victimPrio, "400m"), "n1")
+			v3 := onNode(prioPod("victim3", tc.secondPrio, "800m"), "n2")
+			b.pod(1, v1).pod(1, v2).pod(1, v3)
+			pre := prioPod("pre", 3000, "700m")
+			pre2 := prioPod("pre2", 2000, "500m")
+			low := nominated(prioPod("low", 10, "100m"), "n1")
 			other := prioPod("other", 10, "2")
-			b.pod(10, other)
-			b.call(11, identityScheduler, "delete", "pods", "", v.Namespace, v.Name, history.StatusOK, string(v.UID))
-			b.pod(11.005, deleting(v))
-			b.call(11.02, identityScheduler, "create", "events", "", v.Namespace, v.Name+".1", history.StatusOK, "")
-			b.call(11.03, identityScheduler, "create", "events", "", pre.Namespace, pre.Name+".2", history.StatusOK, "")
-			b.call(11.04, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusFail, "")
-			b.call(11.05, identityScheduler, "get", "pods", "", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
-			b.call(11.06, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
+			b.pod(10, pre).pod(10, low).pod(10, other).pod(10, pre2)
+
+			b.preempted(11, v1)
+			b.preempted(11.1, v2)
+			b.call(11.2, identityScheduler, "patch", "pods", "status", low.Namespace, low.Name, history.StatusOK, string(low.UID))
+			b.pod(11.205, prioPod("low", 10, "100m"))
+			b.call(11.3, identityScheduler, "create", "events", "", pre.Namespace, pre.Name+".2b", history.StatusOK, "")
+			if tc.refused {
+				b.call(11.4, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusFail, "")
+				b.call(11.5, identityScheduler, "get", "pods", "", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
+			}
+			b.call(11.6, identityScheduler, "patch", "pods", "status", pre.Namespace, pre.Name, history.StatusOK, string(pre.UID))
 			nom := nominated(pre, "n1")
 			nom.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-				Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}
-			b.pod(11.065, nom)
-			b.call(11.5, identityScheduler, "create", "events", "", other.Namespace, other.Name+".3", history.StatusOK, "")
-			b.call(11.51, identityScheduler, "patch", "pods", "status", other.Namespace, other.Name, history.StatusOK, string(other.UID))
-			b.podGone(12, v)
-			b.bind(13, nom, "n1")
+				Reason: corev1.PodReasonUnschedulable, Message: "0/2 nodes are available: 2 Insufficient cpu."}}
+			b.pod(11.605, nom)
+			b.call(11.7, identityScheduler, "create", "events", "", other.Namespace, other.Name+".3c", history.StatusOK, "")
+			b.call(11.8, identityScheduler, "patch", "pods", "status", other.Namespace, other.Name, history.StatusOK, string(other.UID))
+
+			b.preempted(12, v3)
+			b.call(12.1, identityScheduler, "create", "events", "", pre2.Namespace, pre2.Name+".4d", history.StatusOK, "")
+			b.call(12.2, identityScheduler, "patch", "pods", "status", pre2.Namespace, pre2.Name, history.StatusOK, string(pre2.UID))
+			b.pod(12.205, nominated(pre2, "n2"))
+			b.call(12.3, identityScheduler, "create", "events", "", other.Namespace, other.Name+".5e", history.StatusOK, "")
+			b.call(12.4, identityScheduler, "patch", "pods", "status", other.Namespace, other.Name, history.StatusOK, string(other.UID))
+
+			b.podGone(13, v1).podGone(13, v2).podGone(13, v3)
+			b.bind(14, nom, "n1")
+			b.bind(14.1, nominated(pre2, "n2"), "n2")
 			h := b.history()
 			h.End = schedSec(60)
-			res := checkPreemption(t, h, tc.want, tc.words...)
-			if res.Stats.Checked != 1 {
-				t.Errorf("judged %d preemptions, want 1", res.Stats.Checked)
+			res := checkSched(t, CheckPreemption(context.Background(), h, Options{}), tc.want, "a victim's deletion", func(ev Evidence) bool {
+				return strings.HasPrefix(ev.Key, prioNS+"/victim") && len(ev.API) > 0 && ev.API[0].Verb == "delete"
+			}, tc.words...)
+			if res.Stats.Checked != 2 {
+				t.Errorf("judged %d preemptions, want 2", res.Stats.Checked)
 			}
 		})
 	}
@@ -334,22 +388,108 @@ func TestPreemptionStaleDeletion(t *testing.T) {
 	checkPreemption(t, h, Ok)
 }
 
+// TestPreemptionBatches groups the scheduler's calls as it now writes
+// them: each victim's mark, deletion and Event, the cleared nominations,
+// the preemptor's FailedScheduling Event and status patch; a later
+// cycle's Event and patch, a binding or the next preemption's first call
+// ends the batch, a failed mark splits none.
 func TestPreemptionBatches(t *testing.T) {
-	b := newSchedHist(t)
-	b.call(1, identityScheduler, "delete", "pods", "", "ns", "v1", history.StatusOK, "u1")
-	b.call(1.1, identityScheduler, "create", "events", "", "ns", "v1.x", history.StatusOK, "")
-	b.call(1.2, identityScheduler, "delete", "pods", "", "ns", "v2", history.StatusOK, "u2")
-	b.call(1.3, identityScheduler, "patch", "pods", "status", "ns", "p", history.StatusOK, "")
-	b.call(1.4, identityScheduler, "delete", "pods", "", "ns", "v3", history.StatusOK, "u3")
-	b.call(1.5, identityScheduler, "create", "pods", "binding", "ns", "q", history.StatusOK, "")
-	b.call(1.6, "admin", "delete", "pods", "", "ns", "v4", history.StatusOK, "u4")
-	b.call(1.7, identityScheduler, "get", "pods", "", "ns", "v5", history.StatusOK, "")
-	got := preemptBatches(b.history())
-	if len(got) != 2 || len(got[0].deletes) != 2 || len(got[0].patches) != 1 || len(got[1].deletes) != 1 || got[1].deletes[0].Name != "v3" {
-		t.Fatalf("batches = %+v", got)
+	type call struct {
+		verb, resource, sub, name string
+		status                    history.Status
 	}
-	if got[0].td != schedSec(1) || got[0].upper < schedSec(1.31) {
-		t.Errorf("batch 0 spans [%d, %d]", got[0].td, got[0].upper)
+	mark := func(v string) []call {
+		return []call{{"patch", "pods", "status", v, history.StatusOK}, {"delete", "pods", "", v, history.StatusOK},
+			{"create", "events", "", v + ".1a2b", history.StatusOK}}
+	}
+	failed := func(p string) []call {
+		return []call{{"create", "events", "", p + ".3c4d", history.StatusOK}, {"patch", "pods", "status", p, history.StatusOK}}
+	}
+	seq := func(parts ...[]call) []call {
+		var out []call
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	// batch is one batch in brief: its deletions, marks and patches by
+	// pod name.
+	type batch struct{ Deletes, Marks, Patches []string }
+	names := func(cs []history.APICall) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []call
+		want  []batch
+	}{
+		{
+			name:  "one preemption, two victims, a cleared nomination, then later cycles",
+			calls: seq(mark("v1"), mark("v2"), []call{{"patch", "pods", "status", "low", history.StatusOK}}, failed("pre"), failed("q"), failed("r")),
+			want:  []batch{{Deletes: []string{"v1", "v2"}, Marks: []string{"v1", "v2"}, Patches: []string{"low", "pre"}}},
+		},
+		{
+			name:  "the next preemption starts a batch",
+			calls: seq(mark("v1"), failed("pre"), mark("v2"), failed("pre2")),
+			want: []batch{{Deletes: []string{"v1"}, Marks: []string{"v1"}, Patches: []string{"pre"}},
+				{Deletes: []string{"v2"}, Marks: []string{"v2"}, Patches: []string{"pre2"}}},
+		},
+		{
+			name:  "a binding ends the batch",
+			calls: seq(mark("v1"), []call{{"create", "pods", "binding", "q", history.StatusOK}}, failed("pre")),
+			want:  []batch{{Deletes: []string{"v1"}, Marks: []string{"v1"}}},
+		},
+		{
+			name: "a failed mark splits nothing",
+			calls: seq([]call{{"patch", "pods", "status", "v1", history.StatusFail}}, mark("v2"),
+				[]call{{"patch", "pods", "status", "v3", history.StatusFail}}, mark("v4"), failed("pre")),
+			want: []batch{{Deletes: []string{"v2", "v4"}, Marks: []string{"v2", "v4"}, Patches: []string{"v3", "pre"}}},
+		},
+		{
+			name:  "a victim already deleted: a deletion without its mark",
+			calls: seq([]call{{"delete", "pods", "", "v1", history.StatusOK}, {"create", "events", "", "v1.9", history.StatusOK}}, failed("pre")),
+			want:  []batch{{Deletes: []string{"v1"}, Patches: []string{"pre"}}},
+		},
+		{
+			name: "the preemptor's patch refused and sent again",
+			calls: seq(mark("v1"), []call{{"create", "events", "", "pre.5", history.StatusOK}, {"patch", "pods", "status", "pre", history.StatusFail},
+				{"patch", "pods", "status", "pre", history.StatusOK}}, failed("q")),
+			want: []batch{{Deletes: []string{"v1"}, Marks: []string{"v1"}, Patches: []string{"pre", "pre"}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newSchedHist(t)
+			at := 1.0
+			for _, c := range tc.calls {
+				b.call(at, identityScheduler, c.verb, c.resource, c.sub, "ns", c.name, c.status, "")
+				at += 0.01
+			}
+			b.call(at, "admin", "delete", "pods", "", "ns", "x", history.StatusOK, "")
+			b.call(at+0.01, identityScheduler, "get", "pods", "", "ns", "y", history.StatusOK, "")
+			var got []batch
+			list := preemptBatches(b.history())
+			for _, pb := range list {
+				got = append(got, batch{Deletes: names(pb.deletes), Marks: names(pb.marks), Patches: names(pb.patches)})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("batches (-want +got):\n%s", diff)
+			}
+			for i, pb := range list {
+				// The decision came before the batch's first mark or
+				// deletion.
+				want := pb.deletes[0]
+				if len(pb.marks) > 0 {
+					want = pb.marks[0]
+				}
+				if pb.td != want.Invoke || pb.first.Invoke != want.Invoke {
+					t.Errorf("batch %d decided at %d (first call at %d), want its first mark or deletion's invoke %d", i, pb.td, pb.first.Invoke, want.Invoke)
+				}
+			}
+		})
 	}
 }
 
