@@ -11,7 +11,7 @@ var (
 	seedFlag    = flag.Uint64("oracle.seed", 1, "first seed of the generated problems")
 	casesFlag   = flag.Int("oracle.cases", 3000, "number of generated problems")
 	reportsFlag = flag.Int("oracle.reproducers", 3, "failing problems per part shrunk and printed as reproducers")
-	boundFlag   = flag.Bool("oracle.bound-pod-level", false, "give bound pods sidecars and pod-level resources too (framework.PodRequests lacks them)")
+	boundFlag   = flag.Bool("oracle.bound-pod-level", true, "give bound pods sidecars and pod-level resources too, not only the incoming pod")
 )
 
 // outcome is one generated problem and both sides' verdicts on it.
