@@ -199,13 +199,15 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 		if !ok || from != w.pos {
 			w.posFrom += fmt.Sprintf("; stream %d resumed from RV %q instead", s.n, s.open.FromRV)
 		}
-	case ok:
+	case ok && from > 0:
 		w.pos, w.valid = from, true
 		w.posFrom = fmt.Sprintf("the RV stream %d started from", s.n)
 		w.delivered = w.delivered[:0]
 	default:
-		// Where this stream starts is unknown: judge nothing until the
-		// watcher lists again.
+		// Where this stream starts is unknown, or it was opened from RV 0
+		// (Kubernetes' "any version": it begins with the current state as
+		// synthetic ADDED events, in no resourceVersion order): judge
+		// nothing until the watcher lists again.
 		w.valid = false
 		f.unparsed += len(s.events)
 		f.deliveries += len(s.events)

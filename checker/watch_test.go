@@ -398,6 +398,25 @@ func TestReadAfterWatchDeletionMayComeFirst(t *testing.T) {
 	}
 }
 
+// A stream opened from RV 0 is Kubernetes' "any version": it begins with the
+// current state as synthetic ADDED events in key order, not resourceVersion
+// order, so the order check does not judge it (until the watcher lists
+// again), while an exact start is judged as before.
+func TestWatchFromVersionZero(t *testing.T) {
+	b := committedBase()
+	l := b.list(2, 3, 0)
+	b.open(24, "w0", 1, 0, l).ev(25, "w0", 1, "ADDED k1=b@7").ev(25, "w0", 1, "ADDED k2=c@8").ev(28, "w0", 1, "DELETED k1=b@9")
+	if r := CheckWatchOrder(context.Background(), &b.h, Options{}); r.Verdict == Illegal {
+		t.Errorf("a stream from RV 0: %s: %s", r.Verdict, r.Summary)
+	}
+	b = committedBase()
+	l = b.list(2, 3, 4)
+	b.open(24, "w0", 1, 4, l).ev(25, "w0", 1, "ADDED k2=c@8").ev(25, "w0", 1, "ADDED k1=a@5")
+	if r := CheckWatchOrder(context.Background(), &b.h, Options{}); r.Verdict != Illegal {
+		t.Errorf("the same out-of-order events from RV 4: %s: %s, want Illegal", r.Verdict, r.Summary)
+	}
+}
+
 // With nothing to judge against, each watch checker says Unknown and names
 // what is missing.
 func TestWatchChecksUnknown(t *testing.T) {

@@ -99,7 +99,7 @@ func (s *Store) forwardHandler() http.Handler {
 			if err := json.Unmarshal(body, &req); err != nil {
 				return forwardReply{}, fmt.Errorf("%w: decoding forwarded get: %v", ErrInvalid, err)
 			}
-			if err := s.readIndex(ctx); err != nil {
+			if _, err := s.readIndex(ctx); err != nil {
 				return forwardReply{}, err
 			}
 			obj, err := s.fsm.get(req.Key)
@@ -112,11 +112,12 @@ func (s *Store) forwardHandler() http.Handler {
 			if err := json.Unmarshal(body, &req); err != nil {
 				return forwardReply{}, fmt.Errorf("%w: decoding forwarded list: %v", ErrInvalid, err)
 			}
-			if err := s.readIndex(ctx); err != nil {
+			index, err := s.readIndex(ctx)
+			if err != nil {
 				return forwardReply{}, err
 			}
 			objs, rev := s.fsm.list(req.Resource, req.Namespace)
-			return forwardReply{Objects: objs, Rev: rev}, nil
+			return forwardReply{Objects: objs, Rev: max(rev, index)}, nil
 		})
 	})
 	return mux

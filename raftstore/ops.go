@@ -81,7 +81,7 @@ func (s *Store) Get(ctx context.Context, key Key) (Object, error) {
 	}
 	var obj Object
 	err := s.read(ctx,
-		func() (err error) { obj, err = s.fsm.get(key); return err },
+		func(uint64) (err error) { obj, err = s.fsm.get(key); return err },
 		func(ctx context.Context, leader string) (err error) {
 			obj, err = s.fwdClient.get(ctx, leader, key)
 			return err
@@ -104,7 +104,11 @@ func (s *Store) List(ctx context.Context, resource, namespace string) ([]Object,
 		rev  uint64
 	)
 	err := s.read(ctx,
-		func() error { objs, rev = s.fsm.list(resource, namespace); return nil },
+		func(index uint64) error {
+			objs, rev = s.fsm.list(resource, namespace)
+			rev = max(rev, index)
+			return nil
+		},
 		func(ctx context.Context, leader string) (err error) {
 			objs, rev, err = s.fwdClient.list(ctx, leader, resource, namespace)
 			return err
@@ -159,20 +163,25 @@ func (s *Store) write(ctx context.Context, cmd command) (Object, error) {
 }
 
 // read runs a read on the leader, after making the leader's state
-// linearizable (readIndex); with StaleReads it just reads local state.
-func (s *Store) read(ctx context.Context, local func() error, remote func(context.Context, string) error) error {
+// linearizable (readIndex), and hands local the read index: the local state
+// is the state at that index (every entry after the FSM's last command up to
+// it is raft's own), so a list may name it as its resourceVersion, which is
+// then never 0 on a started store. With StaleReads it just reads local state
+// (index 0).
+func (s *Store) read(ctx context.Context, local func(index uint64) error, remote func(context.Context, string) error) error {
 	if s.closed() {
 		return ErrClosed
 	}
 	if s.staleReads.Load() {
-		return local()
+		return local(0)
 	}
 	return s.route(ctx,
 		func(ctx context.Context) error {
-			if err := s.readIndex(ctx); err != nil {
+			index, err := s.readIndex(ctx)
+			if err != nil {
 				return err
 			}
-			return local()
+			return local(index)
 		},
 		remote)
 }
@@ -276,12 +285,12 @@ func (s *Store) applyLocal(ctx context.Context, body []byte) (Object, error) {
 //
 // The read therefore reflects every operation that completed, and every
 // change any member made visible, before it started.
-func (s *Store) readIndex(ctx context.Context) error {
+func (s *Store) readIndex(ctx context.Context) (uint64, error) {
 	term := s.raft.CurrentTerm()
 	if s.barrierTerm.Load() != term {
 		f := s.raft.Barrier(s.cfg.LeaderWait)
 		if err := waitFuture(ctx, f); err != nil {
-			return readErr(err)
+			return 0, readErr(err)
 		}
 		// The term was read before the barrier was proposed, so the barrier
 		// was committed in this term or a later one; recording the earlier
@@ -293,16 +302,16 @@ func (s *Store) readIndex(ctx context.Context) error {
 	}
 	readIndex := s.raft.CommitIndex()
 	if err := waitFuture(ctx, s.raft.VerifyLeader()); err != nil {
-		return readErr(err)
+		return 0, readErr(err)
 	}
 	// Planted bug "read-skips-apply-wait" (bug zoo): answer from whatever
 	// the leader's state machine holds now (breaks read-after-watch).
 	skip := false
 	failpoint.Inject("readSkipsApplyWait", func() { skip = true })
 	if skip {
-		return nil
+		return 0, nil
 	}
-	return s.waitApplied(ctx, readIndex)
+	return readIndex, s.waitApplied(ctx, readIndex)
 }
 
 // waitApplied waits until this member's state machine reflects every

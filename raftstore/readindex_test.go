@@ -98,3 +98,21 @@ func TestReadIndexAfterNonCommandEntries(t *testing.T) {
 		}
 	}
 }
+
+// A list names a resourceVersion a watch can start from exactly, even on a
+// store where nothing has been written yet: never 0, which a Kubernetes
+// client would take for "any version" (a watch from "0" starts with the
+// current state as synthetic ADDED events, in no resourceVersion order).
+func TestListRevisionOfEmptyStore(t *testing.T) {
+	c := OpenTestCluster(t, 3)
+	ctx := testCtx(t)
+	for _, s := range c.Stores {
+		objs, rev, err := s.List(ctx, "leases", "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 0 || rev == 0 {
+			t.Errorf("list of an empty store on %s: %d objects at rv %d, want none at a nonzero rv", s.ID(), len(objs), rev)
+		}
+	}
+}
