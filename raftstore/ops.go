@@ -315,29 +315,12 @@ func (s *Store) readIndex(ctx context.Context) (uint64, error) {
 }
 
 // waitApplied waits until this member's state machine reflects every
-// committed entry up to index. Not every entry reaches the state machine:
-// raft keeps its no-op and barrier entries (and configuration changes) to
-// itself, so an index that is such an entry is never "applied" by the FSM.
-// When raft has handed every entry up to index to the state machine and the
-// FSM still reports an older index, a barrier settles it: raft resolves a
-// barrier only after the state machine has consumed everything before it.
+// committed entry up to index (see Reflects).
 func (s *Store) waitApplied(ctx context.Context, index uint64) error {
 	for {
-		if s.processed.Load() >= index {
+		done, _ := s.fsm.appliedChan(index)
+		if done == nil || s.Reflects(index) {
 			return nil
-		}
-		done, applied := s.fsm.appliedChan(index)
-		if done == nil {
-			return nil
-		}
-		if s.raft.AppliedIndex() >= index {
-			// Everything up to index was handed to the state machine. If
-			// none of the entries after the FSM's last command is a command,
-			// the state machine is current; otherwise wait for it.
-			if current, err := s.onlyNonCommands(applied, index); err == nil && current {
-				s.noteProcessed(index)
-				return nil
-			}
 		}
 		t := time.NewTimer(s.cfg.CommitTimeout)
 		select {
@@ -353,6 +336,28 @@ func (s *Store) waitApplied(ctx context.Context, index uint64) error {
 			return ErrClosed
 		}
 	}
+}
+
+// Reflects reports whether this member's objects reflect every committed
+// change up to raft index index. Not every entry reaches the state machine:
+// raft keeps its no-op and barrier entries (and configuration changes) to
+// itself, so an index that is such an entry is never "applied" by the FSM.
+// Once raft has handed every entry up to index to the state machine, and
+// none of the entries after the FSM's last command is a command, the state
+// is current; a barrier that resolved proves the same up to its index.
+func (s *Store) Reflects(index uint64) bool {
+	applied := s.fsm.appliedIndex()
+	if applied >= index || s.processed.Load() >= index {
+		return true
+	}
+	if s.raft.AppliedIndex() < index {
+		return false
+	}
+	if current, err := s.onlyNonCommands(applied, index); err != nil || !current {
+		return false
+	}
+	s.noteProcessed(index)
+	return true
 }
 
 // onlyNonCommands reports whether the log entries after from, up to and

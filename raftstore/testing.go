@@ -228,15 +228,16 @@ func (c *TestCluster) Restart(i int) *Store {
 	return s
 }
 
-// WaitApplied waits (up to 10 s) until every running member has applied
-// index.
+// WaitApplied waits (up to 10 s) until every running member's objects
+// reflect index (Store.Reflects): index may be a list's resourceVersion,
+// which can name one of raft's own entries.
 func (c *TestCluster) WaitApplied(index uint64) {
 	c.tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		done := true
 		for _, s := range c.Stores {
-			if s != nil && s.AppliedIndex() < index {
+			if s != nil && !s.Reflects(index) {
 				done = false
 			}
 		}
