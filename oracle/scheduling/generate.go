@@ -22,9 +22,9 @@ const (
 // Options widen what Generate draws.
 type Options struct {
 	// BoundPodLevelRequests gives bound pods restartable (sidecar) init
-	// containers and pod-level resources too, not only the incoming pod.
-	// podsafe's framework.PodRequests, which NodeInfo accounts bound pods
-	// with, does not count either yet, so this is off by default.
+	// containers and pod-level resources too, not only the incoming pod
+	// (the oracle's test turns it on by default; NodeInfo accounts bound
+	// pods with component-helpers' PodRequests, as kube-scheduler does).
 	BoundPodLevelRequests bool
 }
 
