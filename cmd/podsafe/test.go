@@ -13,6 +13,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/workload"
 )
 
 type testFlags struct {
@@ -38,6 +39,12 @@ type testFlags struct {
 }
 
 func newTestCmd() *cobra.Command {
+	cmd, _ := newTestCommand()
+	return cmd
+}
+
+// newTestCommand returns the test command and the flags it fills in.
+func newTestCommand() (*cobra.Command, *testFlags) {
 	f := &testFlags{}
 	cmd := &cobra.Command{
 		Use:   "test",
@@ -68,7 +75,7 @@ func newTestCmd() *cobra.Command {
 	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
-	return cmd
+	return cmd, f
 }
 
 func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error) {
@@ -105,7 +112,20 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 		s.Seed = f.seed
 	}
 	if set("members") || set("nodes") || set("zones") || s.Topology.Members == 0 {
-		s.Topology = cluster.DefaultTopology(f.members, f.nodes, f.zones)
+		// Nodes and zones the user did not give are at least what the
+		// workload needs (spread needs two zones), as a scenario's
+		// defaults would have them.
+		nodes, zones := f.nodes, f.zones
+		if w, err := workload.Lookup(s.Workload); err == nil {
+			need := w.Needs()
+			if !cmd.Flags().Changed("zones") {
+				zones = max(zones, need.Zones)
+			}
+			if !cmd.Flags().Changed("nodes") && need.Kubelets {
+				nodes = max(nodes, need.MinNodes, zones)
+			}
+		}
+		s.Topology = cluster.DefaultTopology(f.members, nodes, zones)
 	}
 	if set("keys") {
 		s.Keys = f.keys
