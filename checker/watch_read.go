@@ -68,10 +68,14 @@ func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) 
 			if i < 0 {
 				continue
 			}
+			desc, judgeable := staleRead(c, op, k, i)
+			if !judgeable {
+				continue
+			}
 			judged = true
 			keysJudged++
 			keys[k] = true
-			if desc := staleRead(c, op, k, i); desc != "" {
+			if desc != "" {
 				violations++
 				if len(evidence) < opts.maxEvidence() {
 					evidence = append(evidence, readAfterWatchEvidence(h, c, op, k, i, d, n, desc))
@@ -97,27 +101,37 @@ func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) 
 
 // staleRead says how a read of key by op misses changes[i], the key's last
 // committed change at or below the delivered resourceVersion; "" when it
-// does not.
-func staleRead(c *committed, op *history.Op, key string, i int) string {
+// does not. judgeable is false when the history cannot tell: the read found
+// the key absent, no recorded deletion follows changes[i], and the record of
+// committed changes may end before the read returned (a run cut short), so
+// a deletion committed in time may be missing from it.
+func staleRead(c *committed, op *history.Op, key string, i int) (desc string, judgeable bool) {
 	lw := c.changes[i]
 	if item, found := readOf(op, key); found {
 		rv, ok := parseRV(item.RV)
 		if !ok || rv >= lw.rv {
-			return ""
+			return "", true
 		}
-		return fmt.Sprintf("it returned %s=%q at RV %d, older than %s", key, item.Value, rv, lw)
+		return fmt.Sprintf("it returned %s=%q at RV %d, older than %s", key, item.Value, rv, lw), true
 	}
 	if lw.typ == history.StoreDeleted {
-		return ""
+		return "", true
 	}
 	if d := c.nextDelete(key, i); d >= 0 {
 		if c.notBefore[d] <= op.Return {
-			return "" // the deletion may have come first
+			return "", true // the deletion may have come first
 		}
 		return fmt.Sprintf("it returned %s absent, but %s, and the key's next deletion (RV %d) was committed after the read returned (a write committed before it was invoked only at %s)",
-			key, lw, c.changes[d].rv, nanos(c.notBefore[d]))
+			key, lw, c.changes[d].rv, nanos(c.notBefore[d])), true
 	}
-	return fmt.Sprintf("it returned %s absent, but %s and no deletion of the key followed", key, lw)
+	// "No deletion followed" needs a record that reaches past the read: a
+	// recorded change whose value was written by an operation invoked after
+	// the read returned was committed after it, and RV order is commit
+	// order, so every change committed before the read returned is recorded.
+	if last := len(c.notBefore) - 1; last < 0 || c.notBefore[last] <= op.Return {
+		return "", false
+	}
+	return fmt.Sprintf("it returned %s absent, but %s and no deletion of the key followed", key, lw), true
 }
 
 // readOf returns what op read of key: the object a get found, or a list's

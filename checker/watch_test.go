@@ -292,6 +292,9 @@ func TestWatchChecksBite(t *testing.T) {
 			l := b.list(17, 18, 7, "k1=b@7")
 			b.open(18, "w0", 1, 7, l).ev(22, "w0", 1, "ADDED k2=c@8")
 			b.get(23, 24, "k2", "absent")
+			// A later change, written by an operation invoked after the
+			// read returned, shows the record reaches past the read.
+			b.write(30, 35, "k3", "", "d").store(34, "ADDED k3=d@10")
 			return b
 		},
 		want: want{[]string{ReadAfterWatchChecker}, []string{"delivered ADDED k2=\"c\" at RV 8", "returned k2 absent", "no deletion of the key followed"}},
@@ -414,6 +417,20 @@ func TestWatchFromVersionZero(t *testing.T) {
 	b.open(24, "w0", 1, 4, l).ev(25, "w0", 1, "ADDED k2=c@8").ev(25, "w0", 1, "ADDED k1=a@5")
 	if r := CheckWatchOrder(context.Background(), &b.h, Options{}); r.Verdict != Illegal {
 		t.Errorf("the same out-of-order events from RV 4: %s: %s, want Illegal", r.Verdict, r.Summary)
+	}
+}
+
+// A read that found a key absent cannot be judged stale when the record of
+// committed changes may end before the read returned (a run killed midway):
+// the deletion that explains it may be the unrecorded part.
+func TestReadAfterWatchAbsentPastTheRecord(t *testing.T) {
+	b := committedBase()
+	l := b.list(17, 18, 7, "k1=b@7")
+	b.open(18, "w0", 1, 7, l).ev(22, "w0", 1, "ADDED k2=c@8")
+	b.get(23, 24, "k2", "absent")
+	r := CheckReadAfterWatch(context.Background(), &b.h, Options{})
+	if r.Verdict == Illegal {
+		t.Errorf("an absent read past the end of the record: %s: %s", r.Verdict, r.Summary)
 	}
 }
 
