@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsafe/podsafe/apiserver"
@@ -278,19 +279,7 @@ func TestBindFailuresRequeue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	watch := &podWatch{pods: map[string]*podSeen{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    watch.observe,
-		UpdateFunc: func(_, obj any) { watch.observe(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	defer func() {
-		cancel()
-		factory.Shutdown()
-	}()
-	factory.WaitForCacheSync(ctx.Done())
+	observePods(t, cs, watch.observe)
 
 	var names []string
 	for i := range 6 {
@@ -379,3 +368,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 type tWriter struct{ t *testing.T }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// observePods runs a pod informer over the default namespace that hands
+// every added and updated pod to observe, until the test ends; it returns
+// once the informer has synced.
+func observePods(t *testing.T, cs kubernetes.Interface, observe func(any)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	factory.WaitForCacheSync(ctx.Done())
+}
