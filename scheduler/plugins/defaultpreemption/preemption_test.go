@@ -63,18 +63,8 @@ func runPreemptionWith(tb testing.TB, args defaultpreemption.Args, nodes []*core
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fw.SetSnapshot(framework.NewSnapshot(pods, nodes))
 	ctx := context.Background()
-	state := framework.NewCycleState()
-	if st := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
-		tb.Fatalf("PreFilter: %v", st)
-	}
-	statuses := framework.NodeToStatus{}
-	for _, ni := range fw.Snapshot().List() {
-		if st := fw.RunFilterPlugins(ctx, state, pod, ni); !st.IsSuccess() {
-			statuses[ni.Node().Name] = st
-		}
-	}
+	state, statuses := filterAll(tb, fw, nodes, pods, pod)
 	if len(statuses) < len(nodes) {
 		tb.Fatalf("the pod fits somewhere; preemption would not run")
 	}
@@ -461,6 +451,25 @@ func TestCandidateSearchOrder(t *testing.T) {
 	}
 }
 
+// filterAll sets fw's snapshot to nodes and pods and runs PreFilter and
+// every node's Filter for pod, as a scheduling cycle does; it returns the
+// cycle state and the nodes' rejections.
+func filterAll(tb testing.TB, fw *framework.Framework, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod) (*framework.CycleState, framework.NodeToStatus) {
+	tb.Helper()
+	fw.SetSnapshot(framework.NewSnapshot(pods, nodes))
+	state := framework.NewCycleState()
+	if st := fw.RunPreFilterPlugins(context.Background(), state, pod); !st.IsSuccess() {
+		tb.Fatalf("PreFilter: %v", st)
+	}
+	statuses := framework.NodeToStatus{}
+	for _, ni := range fw.Snapshot().List() {
+		if st := fw.RunFilterPlugins(context.Background(), state, pod, ni); !st.IsSuccess() {
+			statuses[ni.Node().Name] = st
+		}
+	}
+	return state, statuses
+}
+
 // findCandidate filters every node for pod and runs the plugin's search
 // itself, so the candidate's PDB violations can be compared too.
 func findCandidate(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *defaultpreemption.Candidate {
@@ -480,18 +489,8 @@ func findCandidate(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pod 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fw.SetSnapshot(framework.NewSnapshot(pods, nodes))
 	ctx := context.Background()
-	state := framework.NewCycleState()
-	if st := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
-		tb.Fatalf("PreFilter: %v", st)
-	}
-	statuses := framework.NodeToStatus{}
-	for _, ni := range fw.Snapshot().List() {
-		if st := fw.RunFilterPlugins(ctx, state, pod, ni); !st.IsSuccess() {
-			statuses[ni.Node().Name] = st
-		}
-	}
+	state, statuses := filterAll(tb, fw, nodes, pods, pod)
 	return pl.FindCandidate(ctx, state, pod, statuses)
 }
 
