@@ -91,6 +91,11 @@ type Config struct {
 	EvictionSoftGracePeriod   time.Duration
 	EvictionMaxPodGracePeriod int64
 	EvictionEvery             time.Duration
+	// GetVolumeAttachments makes the kubelet get each VolumeAttachment it
+	// needs by name when a pod's worker looks, instead of watching them
+	// all: on a cluster with the Node authorizer a node may get the
+	// attachments of its pods' volumes but not list them.
+	GetVolumeAttachments bool
 
 	_ struct{}
 }
@@ -213,16 +218,23 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// PS-15: containers of a pod with RWO volumes start only once the
 	// volumes are attached to this node; every attachment change wakes the
 	// workers to look again.
-	vaFactory := informers.NewSharedInformerFactory(k.cfg.Client, 0)
-	vaInf := vaFactory.Storage().V1().VolumeAttachments()
-	k.vaLister = vaInf.Lister()
-	wakeAll := func(any) { k.wakeAll() }
-	if _, err := vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: wakeAll, UpdateFunc: func(_, o any) { wakeAll(o) }, DeleteFunc: wakeAll,
-	}); err != nil {
-		return fmt.Errorf("watching volume attachments for %s: %w", k.cfg.NodeName, err)
+	var vaFactory informers.SharedInformerFactory
+	if k.cfg.GetVolumeAttachments {
+		k.vaLister = volumeAttachmentGetter{k}
+	} else {
+		vaFactory = informers.NewSharedInformerFactory(k.cfg.Client, 0)
+		vaInf := vaFactory.Storage().V1().VolumeAttachments()
+		k.vaLister = vaInf.Lister()
+		wakeAll := func(any) { k.wakeAll() }
+		if _, err := vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: wakeAll, UpdateFunc: func(_, o any) { wakeAll(o) }, DeleteFunc: wakeAll,
+		}); err != nil {
+			return fmt.Errorf("watching volume attachments for %s: %w", k.cfg.NodeName, err)
+		}
 	}
-	vaFactory.Start(ctx.Done())
+	if vaFactory != nil {
+		vaFactory.Start(ctx.Done())
+	}
 	factory.Start(ctx.Done())
 	k.goFunc(func() {
 		// Every pod of the first list has reached podSeen once the handler
@@ -234,7 +246,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	})
 	<-ctx.Done()
 	factory.Shutdown()
-	vaFactory.Shutdown()
+	if vaFactory != nil {
+		vaFactory.Shutdown()
+	}
 	k.wg.Wait()
 	k.log.Info("kubelet stopped")
 	return nil

@@ -1,11 +1,14 @@
 package kubelet
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 )
 
@@ -69,4 +72,21 @@ func attachedHere(va *storagev1.VolumeAttachment, node string) string {
 		return fmt.Sprintf("waiting for volume %s to finish attaching to node %s", va.Name, node)
 	}
 	return ""
+}
+
+// volumeAttachmentGetter is a VolumeAttachmentLister that gets each
+// attachment from the API by name (Config.GetVolumeAttachments): what a
+// node may do under the Node authorizer. It cannot list.
+type volumeAttachmentGetter struct{ k *Kubelet }
+
+// List is refused: a node may not list attachments.
+func (g volumeAttachmentGetter) List(labels.Selector) ([]*storagev1.VolumeAttachment, error) {
+	return nil, fmt.Errorf("listing volume attachments: a node gets them by name only")
+}
+
+// Get fetches the attachment named name from the API.
+func (g volumeAttachmentGetter) Get(name string) (*storagev1.VolumeAttachment, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.k.cfg.RequestTimeout)
+	defer cancel()
+	return g.k.cfg.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 }

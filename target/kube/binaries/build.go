@@ -486,3 +486,32 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// ErrNotBuilt: the binaries of the asked versions are not in the cache.
+var ErrNotBuilt = errors.New("kube binaries are not built")
+
+// Cached returns the binaries of opts.Versions when a complete build of them
+// is in the cache, without ever running the go command; ErrNotBuilt (naming
+// `make kube-binaries`) otherwise. A version with no etcd given must be the
+// default one: resolving another release's etcd needs the module proxy.
+func Cached(opts Options) (Paths, error) {
+	cacheDir := opts.CacheDir
+	if cacheDir == "" {
+		d, err := DefaultCacheDir()
+		if err != nil {
+			return Paths{}, err
+		}
+		cacheDir = d
+	}
+	v, resolve, err := normalizeVersions(opts.Versions)
+	if err != nil {
+		return Paths{}, err
+	}
+	if resolve {
+		return Paths{}, fmt.Errorf("%w: kubernetes %s needs its etcd version resolved: run podsafe kube build --version %s", ErrNotBuilt, v.Kubernetes, v.Kubernetes)
+	}
+	if p, ok := reuse(filepath.Join(cacheDir, v.key()), v, opts.Verify); ok {
+		return p, nil
+	}
+	return Paths{}, fmt.Errorf("%w: %s is not in %s: run make kube-binaries (or podsafe kube build)", ErrNotBuilt, v, cacheDir)
+}
