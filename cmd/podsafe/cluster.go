@@ -30,14 +30,24 @@ func newClusterUpCmd() *cobra.Command {
 		durable, verbose      bool
 		agents, fence         bool
 		timeScale             float64
+		targetName            string
+		kf                    kubeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "start an in-process cluster and serve its API on a loopback port until Ctrl-C",
 		Example: `  podsafe cluster up --members 3 --nodes 3
+  podsafe cluster up --target kube --members 3 --apiservers 2
   kubectl --kubeconfig podsafe.kubeconfig get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch targetName {
+			case "embedded":
+			case "kube":
+				return kubeClusterUp(cmd, &kf, members, nodes, zones, kubeconfig, dataDir, verbose)
+			default:
+				return &exitError{code: exitUsage, err: fmt.Errorf("--target %q: choose embedded or kube", targetName)}
+			}
 			level := slog.LevelWarn
 			if verbose {
 				level = slog.LevelInfo
@@ -107,7 +117,9 @@ func newClusterUpCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&members, "members", 3, "control-plane members: 1, 3 or 5")
+	fl.StringVar(&targetName, "target", "embedded", "system under test: embedded (podsafe's own control plane, in process) or kube (real etcd, kube-apiserver, kube-scheduler and kube-controller-manager processes)")
+	kf.add(cmd)
+	fl.IntVar(&members, "members", 3, "control-plane members: 1, 3 or 5 (kube target: etcd members)")
 	fl.IntVar(&nodes, "nodes", 3, "worker nodes (registered Node objects)")
 	fl.IntVar(&zones, "zones", 1, "zones the nodes are spread over")
 	fl.StringVar(&listen, "listen", "127.0.0.1:0", "loopback address the API is served on")

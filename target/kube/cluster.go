@@ -1,0 +1,494 @@
+// Package kube is podsafe's second system under test: a real Kubernetes
+// control plane — etcd members, kube-apiservers, kube-schedulers and
+// kube-controller-managers built from upstream modules (package binaries) —
+// run as OS processes, each on a host of its own (a network namespace on a
+// bridge when podsafe is root, a loopback address otherwise), with TLS, a
+// static token per identity, the Node authorizer, RBAC and NodeRestriction.
+// podsafe's own kubelets (simulated containers, the ledger) run inside the
+// harness as the cluster's nodes, each with an address of its own, under the
+// identities system:node:NAME.
+//
+// A Cluster is a target.Target: its processes can be killed with SIGKILL
+// and restarted on their data, paused with SIGSTOP, and their links cut with
+// nftables drops.
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/podsafe/podsafe/target"
+	"github.com/podsafe/podsafe/target/kube/netns"
+)
+
+// NodeSpec is one of podsafe's nodes on the cluster.
+type NodeSpec struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+// Cluster is a running real control plane.
+type Cluster struct {
+	cfg   Config
+	log   *slog.Logger
+	net   network
+	lay   *layout
+	users *users
+	mode  string // NetworkNamespaces or NetworkLoopback
+	why   string // why network faults are unavailable ("" when they are)
+
+	mu    sync.Mutex
+	procs map[string]*proc
+	comps []target.Component
+	hosts map[string]netip.Addr // every host's address
+	kl    *kubelets
+}
+
+// New prepares a cluster; Start runs it.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	return &Cluster{cfg: cfg, log: cfg.Logger, procs: map[string]*proc{}, hosts: map[string]netip.Addr{}}, nil
+}
+
+// NetworkMode is NetworkNamespaces or NetworkLoopback once started.
+func (c *Cluster) NetworkMode() string { return c.mode }
+
+// NetworkFaultsUnavailable says, in one line, why links cannot be cut here
+// ("" when they can).
+func (c *Cluster) NetworkFaultsUnavailable() string { return c.why }
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.cfg.Dir }
+
+// Start creates the hosts, the certificates and tokens, and starts etcd,
+// the API servers, the schedulers and the controller-managers, each once
+// the one before is ready. nodes are the names podsafe's kubelets will use
+// (their tokens are made now). On error everything started is stopped.
+func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	for _, d := range []string{"data", "logs", "audit", "kubeconfig"} {
+		if err := os.MkdirAll(filepath.Join(c.cfg.Dir, d), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	runID := newToken()[:6]
+	if err := c.pickNetwork(ctx, runID); err != nil {
+		return err
+	}
+	lay := &layout{dir: c.cfg.Dir, runID: runID, timings: c.cfg.Timings}
+	c.lay = lay
+	for i := range c.cfg.Etcd {
+		a, err := c.addHost(ctx, etcdName(i), target.RoleStore, i, "")
+		if err != nil {
+			return err
+		}
+		lay.etcd = append(lay.etcd, a)
+	}
+	for i := range c.cfg.APIServers {
+		a, err := c.addHost(ctx, apiServerName(i), target.RoleAPIServer, c.memberOf(i), "")
+		if err != nil {
+			return err
+		}
+		lay.api = append(lay.api, a)
+	}
+	var apiIPs []net.IP
+	for _, a := range lay.api {
+		apiIPs = append(apiIPs, a.AsSlice())
+	}
+	if lay.pki, err = newPKI(c.cfg.Dir, apiIPs); err != nil {
+		return err
+	}
+	c.users = newUsers(nodes)
+	lay.tokens = filepath.Join(c.cfg.Dir, "pki", "tokens.csv")
+	if err := c.users.writeTokenFile(lay.tokens); err != nil {
+		return err
+	}
+	lay.policy = filepath.Join(c.cfg.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(lay.policy, auditPolicy(), 0o644); err != nil {
+		return fmt.Errorf("writing the audit policy: %w", err)
+	}
+	for i := range c.cfg.APIServers {
+		for _, comp := range []struct{ name, user string }{{schedulerName(i), SchedulerUser}, {controllerManagerName(i), ControllerManagerUser}} {
+			usr, err := c.users.get(comp.user)
+			if err != nil {
+				return err
+			}
+			if err := writeKubeconfig(lay.kubeconfigPath(comp.name), lay.apiURL(i), lay.pki.CAPEM, usr); err != nil {
+				return err
+			}
+		}
+	}
+
+	// etcd: every member at once (they need each other to elect).
+	for i := range c.cfg.Etcd {
+		if err := c.startProc(etcdName(i), c.cfg.Binaries.Etcd, lay.etcdArgs(i)); err != nil {
+			return err
+		}
+	}
+	for i := range c.cfg.Etcd {
+		if err := c.waitReady(ctx, etcdName(i), func(ctx context.Context) error { return etcdHealthy(ctx, lay.etcd[i]) }); err != nil {
+			return err
+		}
+	}
+	for i := range c.cfg.APIServers {
+		if err := c.startProc(apiServerName(i), c.cfg.Binaries.KubeAPIServer, lay.apiServerArgs(i)); err != nil {
+			return err
+		}
+	}
+	for i := range c.cfg.APIServers {
+		if err := c.waitReady(ctx, apiServerName(i), func(ctx context.Context) error { return c.apiReady(ctx, i) }); err != nil {
+			return err
+		}
+	}
+	if err := c.bindRoles(ctx); err != nil {
+		return err
+	}
+	for i := range c.cfg.APIServers {
+		a, err := c.addHost(ctx, schedulerName(i), target.RoleScheduler, c.memberOf(i), "")
+		if err != nil {
+			return err
+		}
+		if err := c.startProc(schedulerName(i), c.cfg.Binaries.KubeScheduler, lay.schedulerArgs(i, a)); err != nil {
+			return err
+		}
+		a, err = c.addHost(ctx, controllerManagerName(i), target.RoleController, c.memberOf(i), "")
+		if err != nil {
+			return err
+		}
+		if err := c.startProc(controllerManagerName(i), c.cfg.Binaries.KubeControllerManager, lay.controllerManagerArgs(i, a)); err != nil {
+			return err
+		}
+	}
+	c.log.Info("control plane started", "etcd", c.cfg.Etcd, "apiservers", c.cfg.APIServers, "network", c.mode)
+	return nil
+}
+
+// memberOf is the control-plane member API server i (and its scheduler
+// and controller-manager) belongs to: member i when there is one, as on
+// kubeadm's stacked control-plane nodes.
+func (c *Cluster) memberOf(i int) int {
+	if i < c.cfg.Etcd {
+		return i
+	}
+	return -1
+}
+
+// pickNetwork chooses namespaces or loopback addresses.
+func (c *Cluster) pickNetwork(ctx context.Context, runID string) error {
+	mode := c.cfg.Network
+	if mode == NetworkAuto {
+		mode = NetworkNamespaces
+		if err := netns.Check(); err != nil {
+			mode = NetworkLoopback
+			c.why = err.Error()
+		}
+	}
+	switch mode {
+	case NetworkNamespaces:
+		n, err := netns.New(ctx, netns.Options{Prefix: "ps" + runID[:4], Logger: c.log})
+		if err != nil {
+			return fmt.Errorf("creating the cluster's network: %w", err)
+		}
+		c.net = &nsNet{n: n}
+	default:
+		c.net = newLoopbackNet(byte(1 + os.Getpid()%250))
+		if c.why == "" {
+			c.why = "network faults need network namespaces (--network namespaces, as root)"
+		}
+	}
+	c.mode = mode
+	return nil
+}
+
+// addHost gives a component a host and records it.
+func (c *Cluster) addHost(ctx context.Context, name string, role target.Role, member int, node string) (netip.Addr, error) {
+	comp := name
+	if role == target.RoleKubelet {
+		comp = KubeletComponent(node)
+	}
+	var (
+		a   netip.Addr
+		err error
+	)
+	if role == target.RoleKubelet {
+		a, err = c.net.addLocal(ctx, name)
+	} else {
+		a, err = c.net.addHost(ctx, name)
+	}
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("host %s: %w", name, err)
+	}
+	c.mu.Lock()
+	c.hosts[name] = a
+	c.comps = append(c.comps, target.Component{Name: comp, Role: role, Host: name, Member: member, Node: node})
+	c.mu.Unlock()
+	return a, nil
+}
+
+// startProc starts a control-plane process on its host.
+func (c *Cluster) startProc(name, path string, args []string) error {
+	p := &proc{
+		name: name, host: name, path: path, args: args,
+		logPath: filepath.Join(c.cfg.Dir, "logs", name+".log"),
+		command: c.net.command,
+	}
+	c.mu.Lock()
+	c.procs[name] = p
+	c.mu.Unlock()
+	return p.start()
+}
+
+// waitReady polls ready until it succeeds, the process exits, or ctx ends.
+func (c *Cluster) waitReady(ctx context.Context, name string, ready func(context.Context) error) error {
+	c.mu.Lock()
+	p := c.procs[name]
+	c.mu.Unlock()
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		last = ready(rctx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		if !p.running() {
+			return fmt.Errorf("%s exited before it was ready (%v): see %s", name, p.lastExit(), p.logPath)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to be ready (last: %v; log: %s): %w", name, last, p.logPath, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func etcdHealthy(ctx context.Context, a netip.Addr) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport(a, EtcdClientPort)+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/health: %s", resp.Status)
+	}
+	return nil
+}
+
+// apiReady asks API server i's /readyz as admin.
+func (c *Cluster) apiReady(ctx context.Context, i int) error {
+	cs, err := c.clientFor(AdminUser, "", i)
+	if err != nil {
+		return err
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("/readyz: %w (%s)", err, body)
+	}
+	return nil
+}
+
+// bindRoles lets podsafe's workload and fencing users act as cluster
+// admins (RBAC; the kubelets need no binding: the Node authorizer decides
+// for them).
+func (c *Cluster) bindRoles(ctx context.Context) error {
+	cs, err := c.clientFor(AdminUser, "", 0)
+	if err != nil {
+		return err
+	}
+	for _, u := range []string{WorkloadUser, FencingUser} {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "podsafe-" + u[len("podsafe:"):]},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: u}},
+		}
+		for {
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				break
+			}
+			// The RBAC bootstrap may still be running.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("binding %s to cluster-admin: %w", u, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// AddNode gives node a host of its own inside the harness (its kubelet's
+// connections come from the host's address, so partitions cut them).
+func (c *Cluster) AddNode(ctx context.Context, node string) error {
+	_, err := c.addHost(ctx, NodeHost(node), target.RoleKubelet, -1, node)
+	return err
+}
+
+// KubeletComponent is the component name of node's kubelet.
+func KubeletComponent(node string) string { return "kubelet/" + node }
+
+// NodeHost is the host of node's kubelet.
+func NodeHost(node string) string { return node }
+
+// RESTConfig returns a client configuration for user, connecting from host
+// ("" for the harness's own address) to API server prefer first, then to
+// the others when it cannot be reached (client-side load balancing: with
+// several API servers a client spreads by prefer, and fails over).
+func (c *Cluster) RESTConfig(user, host string, prefer int) (*rest.Config, error) {
+	usr, err := c.users.get(user)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	local, ok := c.hosts[host]
+	c.mu.Unlock()
+	if host != "" && !ok {
+		return nil, fmt.Errorf("%w: no host %q", target.ErrUnknownComponent, host)
+	}
+	n := len(c.lay.api)
+	prefer = ((prefer % n) + n) % n
+	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 5 * time.Second}
+	if local.IsValid() {
+		dialer.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
+	}
+	addrs := make([]string, 0, n)
+	for k := range n {
+		addrs = append(addrs, hostport(c.lay.api[(prefer+k)%n], APIServerPort))
+	}
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var errs []error
+		for _, a := range addrs {
+			conn, err := dialer.DialContext(ctx, network, a)
+			if err == nil {
+				return conn, nil
+			}
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
+	return &rest.Config{
+		Host:            c.lay.apiURL(prefer),
+		BearerToken:     usr.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.lay.pki.CAPEM},
+		Dial:            dial,
+		QPS:             -1,
+		Timeout:         30 * time.Second,
+	}, nil
+}
+
+// clientFor is a clientset for user from host against API server prefer.
+func (c *Cluster) clientFor(user, host string, prefer int) (kubernetes.Interface, error) {
+	rc, err := c.RESTConfig(user, host, prefer)
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 5 * time.Second
+	return kubernetes.NewForConfig(rc)
+}
+
+// WriteKubeconfig writes an admin kubeconfig for kubectl against API server
+// 0 and returns the server URL.
+func (c *Cluster) WriteKubeconfig(path string) (string, error) {
+	usr, err := c.users.get(AdminUser)
+	if err != nil {
+		return "", err
+	}
+	return c.lay.apiURL(0), writeKubeconfig(path, c.lay.apiURL(0), c.lay.pki.CAPEM, usr)
+}
+
+// CAPEM is the cluster CA certificate.
+func (c *Cluster) CAPEM() []byte { return c.lay.pki.CAPEM }
+
+// CertPool is the cluster CA as a pool.
+func (c *Cluster) CertPool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AppendCertsFromPEM(c.lay.pki.CAPEM)
+	return p
+}
+
+// tlsConfig trusts the cluster CA.
+func (c *Cluster) tlsConfig() *tls.Config {
+	return &tls.Config{RootCAs: c.CertPool(), MinVersion: tls.VersionTLS12}
+}
+
+// AuditLogs are the API servers' audit log files.
+func (c *Cluster) AuditLogs() []string {
+	out := make([]string, len(c.lay.api))
+	for i := range out {
+		out[i] = c.lay.auditLog(i)
+	}
+	return out
+}
+
+// Users maps each of the cluster's user names to its groups (for the
+// history's identity map).
+func (c *Cluster) Users() map[string][]string {
+	out := map[string][]string{}
+	for n, u := range c.users.byName {
+		out[n] = slices.Clone(u.Groups)
+	}
+	return out
+}
+
+// Close stops every process (schedulers and controller-managers first,
+// etcd last) and removes the network. It is safe to call twice.
+func (c *Cluster) Close() error {
+	c.stopKubelets()
+	c.mu.Lock()
+	procs := c.procs
+	c.procs = map[string]*proc{}
+	c.mu.Unlock()
+	stopAll := func(prefix func(int) string, n int) {
+		var wg sync.WaitGroup
+		for i := range n {
+			if p := procs[prefix(i)]; p != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); p.stop(5 * time.Second) }()
+			}
+		}
+		wg.Wait()
+	}
+	stopAll(schedulerName, c.cfg.APIServers)
+	stopAll(controllerManagerName, c.cfg.APIServers)
+	stopAll(apiServerName, c.cfg.APIServers)
+	stopAll(etcdName, c.cfg.Etcd)
+	if c.net != nil {
+		err := c.net.close()
+		c.net = nil
+		return err
+	}
+	return nil
+}

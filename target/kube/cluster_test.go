@@ -1,0 +1,301 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/kubelet"
+	"github.com/podsafe/podsafe/target"
+	"github.com/podsafe/podsafe/target/kube/binaries"
+)
+
+// cachedBinaries returns the built binaries of the default versions, or
+// skips the test (in one line) when they are not built: `make test` builds
+// them first.
+func cachedBinaries(t *testing.T) binaries.Paths {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the kube target starts real processes; skipped in -short")
+	}
+	p, err := binaries.Cached(binaries.Options{})
+	if err != nil {
+		t.Skipf("kube binaries not built (make kube-binaries): %v", err)
+	}
+	return p
+}
+
+// ledger collects the runtime's ledger entries.
+type ledger struct {
+	mu      sync.Mutex
+	entries []kubelet.LedgerEntry
+}
+
+func (l *ledger) Record(e kubelet.LedgerEntry) {
+	l.mu.Lock()
+	l.entries = append(l.entries, e)
+	l.mu.Unlock()
+}
+
+func (l *ledger) starts(pod string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.entries {
+		if e.Pod == pod && e.Action == kubelet.ActionStart {
+			n++
+		}
+	}
+	return n
+}
+
+// startCluster starts a cluster of cfg with nodes, closed at the test's end.
+func startCluster(t *testing.T, cfg Config, nodes int) (*Cluster, *ledger) {
+	t.Helper()
+	cfg.Binaries = cachedBinaries(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var specs []NodeSpec
+	for i := range nodes {
+		n := fmt.Sprintf("node-%d", i)
+		names = append(names, n)
+		specs = append(specs, NodeSpec{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n, "topology.kubernetes.io/zone": "zone-a"}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing: %v", err)
+		}
+		if t.Failed() {
+			dumpLogs(t, cfg.Dir)
+		}
+	})
+	if err := c.Start(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger{}
+	if err := c.StartKubelets(ctx, specs, KubeletOptions{Ledger: l}); err != nil {
+		t.Fatal(err)
+	}
+	return c, l
+}
+
+func dumpLogs(t *testing.T, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		if len(b) > 3000 {
+			b = b[len(b)-3000:]
+		}
+		t.Logf("---- %s (tail)\n%s", filepath.Base(f), b)
+	}
+}
+
+// TestKubeTarget runs one real control plane (three etcd members, one API
+// server) with two podsafe nodes and shows, on it, that a StatefulSet runs,
+// and that each fault kind bites: a killed process is gone and restarts on
+// its data, a paused one is stopped, a cut link drops packets and the node
+// controller sees the node go silent.
+func TestKubeTarget(t *testing.T) {
+	c, l := startCluster(t, Config{Etcd: 3}, 2)
+	t.Logf("network: %s %s", c.NetworkMode(), c.NetworkFaultsUnavailable())
+	rc, err := c.RESTConfig(AdminUser, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	t.Run("statefulset", func(t *testing.T) {
+		labels := map[string]string{"app": "pet"}
+		set := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "pet", Namespace: "default"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(int32(2)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "podsafe.io/sim:1"}}},
+				},
+			},
+		}
+		eventually(ctx, t, "creating the StatefulSet", func() error {
+			_, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
+			return err
+		})
+		waitReadyReplicas(ctx, t, cs, 2)
+		for _, pod := range []string{"pet-0", "pet-1"} {
+			if n := l.starts(pod); n != 1 {
+				t.Errorf("%s started %d times in the ledger, want 1", pod, n)
+			}
+		}
+	})
+
+	t.Run("kill-etcd-leader", func(t *testing.T) {
+		leader, err := c.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := etcdName(leader)
+		pid := c.Pid(name)
+		if err := c.Kill(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if c.Running(name) || processAlive(pid) {
+			t.Fatalf("%s (pid %d) still alive after kill", name, pid)
+		}
+		// Two of three members keep the API serving.
+		eventually(ctx, t, "reading through the surviving quorum", func() error {
+			_, err := cs.AppsV1().StatefulSets("default").Get(ctx, "pet", metav1.GetOptions{})
+			return err
+		})
+		if err := c.Restart(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+" healthy again on its data", func() error { return etcdHealthy(ctx, c.lay.etcd[leader]) })
+		waitReadyReplicas(ctx, t, cs, 2)
+	})
+
+	t.Run("pause-scheduler", func(t *testing.T) {
+		name := schedulerName(0)
+		if err := c.Pause(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		// SIGSTOP is delivered asynchronously: every thread stops soon.
+		eventually(ctx, t, name+" stopped", func() error {
+			if st := procState(c.Pid(name)); st != "T" {
+				return fmt.Errorf("in state %q, want T (stopped)", st)
+			}
+			return nil
+		})
+		if !c.Paused(name) || !c.Running(name) {
+			t.Errorf("paused %s: Paused %v Running %v, want both", name, c.Paused(name), c.Running(name))
+		}
+		if err := c.Resume(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+" running again", func() error {
+			if st := procState(c.Pid(name)); st == "T" || st == "" {
+				return fmt.Errorf("in state %q", st)
+			}
+			return nil
+		})
+	})
+
+	t.Run("partition-node", func(t *testing.T) {
+		if !c.Can(target.Network, "") {
+			t.Skip(c.NetworkFaultsUnavailable())
+		}
+		heal, err := c.Cut(ctx, []target.Link{{From: "node-1", To: apiServerName(0)}, {From: apiServerName(0), To: "node-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The node's own connections are dropped: a request times out.
+		nrc, err := c.RESTConfig(NodeUser("node-1"), "node-1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nrc.Timeout = 3 * time.Second
+		if _, err := kubernetes.NewForConfigOrDie(nrc).CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err == nil {
+			t.Error("node-1 reached the API server across the cut")
+		}
+		// The node controller sees the node go silent.
+		eventually(ctx, t, "node-1 not Ready", func() error {
+			if ready(ctx, cs, "node-1") {
+				return fmt.Errorf("still Ready")
+			}
+			return nil
+		})
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "node-1 Ready after the heal", func() error {
+			if !ready(ctx, cs, "node-1") {
+				return fmt.Errorf("not Ready")
+			}
+			return nil
+		})
+	})
+}
+
+func ready(ctx context.Context, cs kubernetes.Interface, node string) bool {
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitReadyReplicas(ctx context.Context, t *testing.T, cs kubernetes.Interface, want int32) {
+	t.Helper()
+	eventually(ctx, t, "StatefulSet ready", func() error {
+		s, err := cs.AppsV1().StatefulSets("default").Get(ctx, "pet", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if s.Status.ReadyReplicas != want {
+			return fmt.Errorf("%d of %d ready", s.Status.ReadyReplicas, want)
+		}
+		return nil
+	})
+}
+
+// eventually retries f until it succeeds or ctx ends (no wall-clock bound of
+// its own: a slow machine only takes longer).
+func eventually(ctx context.Context, t *testing.T, what string, f func() error) {
+	t.Helper()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil
+}
+
+// procState is the state letter of /proc/PID/stat ("T": stopped).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}

@@ -1,0 +1,219 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/kubelet"
+)
+
+// KubeletOptions are what podsafe's kubelets on the cluster share.
+type KubeletOptions struct {
+	// Ledger receives what the simulated runtimes really ran.
+	Ledger kubelet.Ledger
+	// WrapTransport, when set, wraps each kubelet's HTTP transport; it is
+	// given the podsafe identity ("kubelet:NODE"), so API calls are
+	// recorded with it.
+	WrapTransport func(identity string) func(http.RoundTripper) http.RoundTripper
+}
+
+// kubelets are podsafe's node agents on the cluster: one simulated runtime
+// per node (containers outlive a kubelet crash) and the running kubelet.
+type kubelets struct {
+	mu       sync.Mutex
+	opts     KubeletOptions
+	specs    map[string]NodeSpec
+	runtimes map[string]*kubelet.SimRuntime
+	running  map[string]*runningKubelet
+}
+
+type runningKubelet struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// kubeletIdentity is the podsafe identity of node's kubelet, as the
+// embedded cluster names it.
+func kubeletIdentity(node string) string { return "kubelet:" + node }
+
+// StartKubelets gives every node a host, starts its kubelet, and waits
+// until every node is Ready.
+func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts KubeletOptions) error {
+	c.mu.Lock()
+	if c.kl == nil {
+		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}}
+	}
+	kl := c.kl
+	c.mu.Unlock()
+	for _, n := range nodes {
+		if err := c.AddNode(ctx, n.Name); err != nil {
+			return err
+		}
+		kl.mu.Lock()
+		kl.specs[n.Name] = n
+		kl.runtimes[n.Name] = kubelet.NewSimRuntime(n.Name, nil, opts.Ledger)
+		kl.mu.Unlock()
+		if err := c.StartKubelet(n.Name); err != nil {
+			return err
+		}
+	}
+	cs, err := c.clientFor(AdminUser, "", 0)
+	if err != nil {
+		return err
+	}
+	for {
+		ready, err := readyNodes(ctx, cs)
+		if err == nil && ready >= len(nodes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d nodes to be Ready (%d are): %w", len(nodes), ready, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
+}
+
+// StartKubelet starts node's kubelet with its existing runtime: containers
+// that ran on while it was down are adopted.
+func (c *Cluster) StartKubelet(node string) error {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
+	}
+	kl.mu.Lock()
+	spec, ok := kl.specs[node]
+	rt := kl.runtimes[node]
+	up := kl.running[node] != nil
+	kl.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
+	}
+	if up {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
+	}
+	rc, err := c.RESTConfig(NodeUser(node), NodeHost(node), len(spec.Name))
+	if err != nil {
+		return err
+	}
+	if kl.opts.WrapTransport != nil {
+		rc.WrapTransport = kl.opts.WrapTransport(kubeletIdentity(node))
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("client of the kubelet of %s: %w", node, err)
+	}
+	t := c.cfg.Timings
+	k, err := kubelet.New(kubelet.Config{
+		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints, Runtime: rt,
+		LeaseRenew: t.KubeletLeaseRenew.D(), LeaseDuration: t.KubeletLeaseDuration.D(), NodeStatusEvery: t.KubeletStatusEvery.D(),
+		Logger:               c.log.With("component", "kubelet", "node", node),
+		GetVolumeAttachments: true,
+	})
+	if err != nil {
+		return fmt.Errorf("building the kubelet of %s: %w", node, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rk := &runningKubelet{cancel: cancel, done: make(chan struct{})}
+	kl.mu.Lock()
+	kl.running[node] = rk
+	kl.mu.Unlock()
+	go func() {
+		defer close(rk.done)
+		if err := k.Run(ctx); err != nil {
+			c.log.Warn("kubelet ended", "node", node, "err", err)
+		}
+	}()
+	return nil
+}
+
+// StopKubelet stops node's kubelet as a crash would: its containers keep
+// running in the node's runtime.
+func (c *Cluster) StopKubelet(node string) error {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
+	}
+	kl.mu.Lock()
+	rk := kl.running[node]
+	delete(kl.running, node)
+	kl.mu.Unlock()
+	if rk == nil {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletDown)
+	}
+	rk.cancel()
+	<-rk.done
+	return nil
+}
+
+// KubeletRunning reports whether node's kubelet runs.
+func (c *Cluster) KubeletRunning(node string) bool {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil {
+		return false
+	}
+	kl.mu.Lock()
+	defer kl.mu.Unlock()
+	return kl.running[node] != nil
+}
+
+// stopKubelets stops every kubelet and runtime.
+func (c *Cluster) stopKubelets() {
+	c.mu.Lock()
+	kl := c.kl
+	c.kl = nil
+	c.mu.Unlock()
+	if kl == nil {
+		return
+	}
+	kl.mu.Lock()
+	running, runtimes := kl.running, kl.runtimes
+	kl.running = map[string]*runningKubelet{}
+	kl.mu.Unlock()
+	for _, rk := range running {
+		rk.cancel()
+	}
+	for _, rk := range running {
+		<-rk.done
+	}
+	for _, rt := range runtimes {
+		rt.Close()
+	}
+}
+
+// Errors of kubelet control.
+var (
+	ErrNoNode      = errors.New("no such node on the cluster")
+	ErrKubeletUp   = errors.New("kubelet is already running")
+	ErrKubeletDown = errors.New("kubelet is not running")
+)

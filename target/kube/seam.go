@@ -1,0 +1,241 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/podsafe/podsafe/target"
+)
+
+// A Cluster is a target: its control-plane processes can be killed,
+// restarted and paused, its kubelets crashed and restarted, and (with
+// network namespaces) every link cut.
+var (
+	_ target.Target    = (*Cluster)(nil)
+	_ target.Networker = (*Cluster)(nil)
+	_ target.Processes = (*Cluster)(nil)
+)
+
+// Kind is "kube".
+func (c *Cluster) Kind() string { return "kube" }
+
+// Components lists etcd members, API servers, schedulers and
+// controller-managers, then the kubelets.
+func (c *Cluster) Components() []target.Component {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.comps)
+	// Control plane first, kubelets after, each in creation order.
+	slices.SortStableFunc(out, func(a, b target.Component) int {
+		ka, kb := a.Role == target.RoleKubelet, b.Role == target.RoleKubelet
+		switch {
+		case ka == kb:
+			return 0
+		case kb:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return out
+}
+
+// Can: network needs namespaces; kill works on every process and kubelet;
+// pause (SIGSTOP) on every process. Clocks, apply delays, power and
+// failpoints are not available on real binaries.
+func (c *Cluster) Can(capability target.Capability, component string) bool {
+	switch capability {
+	case target.Network:
+		return c.net != nil && c.net.canCut() && (component == "" || c.hasComponent(component))
+	case target.Kill:
+		return component == "" || c.hasComponent(component)
+	case target.Pause:
+		if component == "" {
+			return true
+		}
+		comp, ok := target.Find(c, component)
+		return ok && comp.Role != target.RoleKubelet
+	}
+	return false
+}
+
+func (c *Cluster) hasComponent(name string) bool {
+	_, ok := target.Find(c, name)
+	return ok
+}
+
+// Members is the number of etcd members.
+func (c *Cluster) Members() int { return c.cfg.Etcd }
+
+// Leader asks the etcd members which of them leads.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	var errs []string
+	for i, a := range c.lay.etcd {
+		st, err := etcdStatus(ctx, "http://"+hostport(a, EtcdClientPort))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", etcdName(i), err))
+			continue
+		}
+		if st.Leader == "" || st.Leader == "0" {
+			continue
+		}
+		members, err := etcdMembers(ctx, "http://"+hostport(a, EtcdClientPort))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", etcdName(i), err))
+			continue
+		}
+		for _, m := range members {
+			if m.ID == st.Leader {
+				for j := range c.lay.etcd {
+					if m.Name == etcdName(j) {
+						return j, nil
+					}
+				}
+			}
+		}
+	}
+	return -1, fmt.Errorf("no etcd leader known: %s", strings.Join(errs, "; "))
+}
+
+type etcdStatusResponse struct {
+	Leader string `json:"leader"`
+}
+
+type etcdMember struct {
+	ID   string `json:"ID"`
+	Name string `json:"name"`
+}
+
+func etcdPost(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func etcdStatus(ctx context.Context, base string) (etcdStatusResponse, error) {
+	var st etcdStatusResponse
+	err := etcdPost(ctx, base+"/v3/maintenance/status", &st)
+	return st, err
+}
+
+func etcdMembers(ctx context.Context, base string) ([]etcdMember, error) {
+	var out struct {
+		Members []etcdMember `json:"members"`
+	}
+	err := etcdPost(ctx, base+"/v3/cluster/member/list", &out)
+	return out.Members, err
+}
+
+// Cut drops the packets of links (hosts are component hosts).
+func (c *Cluster) Cut(ctx context.Context, links []target.Link) (func() error, error) {
+	if c.net == nil {
+		return nil, fmt.Errorf("cutting links: the cluster is closed")
+	}
+	return c.net.cut(ctx, links)
+}
+
+// proc returns the process of a control-plane component.
+func (c *Cluster) proc(component string) (*proc, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.procs[component]
+	return p, ok
+}
+
+// kubeletNode returns the node of a kubelet component.
+func kubeletNode(component string) (string, bool) {
+	return strings.CutPrefix(component, "kubelet/")
+}
+
+// Kill sends SIGKILL to a control-plane process and waits for it to die,
+// or crashes a kubelet (its containers run on).
+func (c *Cluster) Kill(ctx context.Context, component string) error {
+	if p, ok := c.proc(component); ok {
+		return p.kill(ctx)
+	}
+	if node, ok := kubeletNode(component); ok {
+		return c.StopKubelet(node)
+	}
+	return fmt.Errorf("kill %s: %w", component, target.ErrUnknownComponent)
+}
+
+// Restart starts a killed component again on its data.
+func (c *Cluster) Restart(_ context.Context, component string) error {
+	if p, ok := c.proc(component); ok {
+		return p.start()
+	}
+	if node, ok := kubeletNode(component); ok {
+		return c.StartKubelet(node)
+	}
+	return fmt.Errorf("restart %s: %w", component, target.ErrUnknownComponent)
+}
+
+// Running reports whether a component runs (paused counts).
+func (c *Cluster) Running(component string) bool {
+	if p, ok := c.proc(component); ok {
+		return p.running()
+	}
+	if node, ok := kubeletNode(component); ok {
+		return c.KubeletRunning(node)
+	}
+	return false
+}
+
+// Pause sends SIGSTOP to a control-plane process.
+func (c *Cluster) Pause(_ context.Context, component string) error {
+	p, ok := c.proc(component)
+	if !ok {
+		return fmt.Errorf("pause %s: %w", component, target.ErrUnsupported)
+	}
+	_, err := p.signal(syscall.SIGSTOP)
+	return err
+}
+
+// Resume sends SIGCONT to a paused control-plane process.
+func (c *Cluster) Resume(_ context.Context, component string) error {
+	p, ok := c.proc(component)
+	if !ok {
+		return fmt.Errorf("resume %s: %w", component, target.ErrUnsupported)
+	}
+	_, err := p.signal(syscall.SIGCONT)
+	return err
+}
+
+// Paused reports whether a process is stopped by Pause.
+func (c *Cluster) Paused(component string) bool {
+	p, ok := c.proc(component)
+	return ok && p.isPaused()
+}
+
+// Pid is a control-plane process's pid (0 when it is not running), for
+// tests and logs.
+func (c *Cluster) Pid(component string) int {
+	if p, ok := c.proc(component); ok {
+		return p.pid()
+	}
+	return 0
+}
+
+// Rules describes the packet drops in place.
+func (c *Cluster) Rules(ctx context.Context) string {
+	if c.net == nil {
+		return ""
+	}
+	return c.net.rules(ctx)
+}
