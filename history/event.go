@@ -3,6 +3,8 @@ package history
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/podsafe/podsafe/target"
 )
 
 // Kind names the type of one history line; it is the line's "kind" field.
@@ -137,12 +139,24 @@ const (
 // NemesisEvent is the start or the end of one fault. An end closes the open
 // fault with the same ID; with no ID (zero), it closes the oldest open fault
 // with the same Name. An end may leave Name empty when it has an ID.
+//
+// Links, Components and Params say what the fault did in a form a checker
+// can use without parsing Description; histories written before they
+// existed have none, and an end line may leave them out.
 type NemesisEvent struct {
 	ID          uint64       `json:"id,omitempty"`
 	Name        string       `json:"name,omitempty"`
 	Description string       `json:"description,omitempty"`
 	Phase       NemesisPhase `json:"phase"`
 	Targets     []string     `json:"targets,omitempty"`
+	// Links are the links the fault cut (partitions).
+	Links []target.Link `json:"links,omitempty"`
+	// Components are the components the fault acted on: killed, paused,
+	// clock moved, slowed, powered off.
+	Components []string `json:"components,omitempty"`
+	// Params are the fault's drawn parameters by name ("member", "node",
+	// "offset", "delay", …; see package nemesis).
+	Params map[string]string `json:"params,omitempty"`
 	// Wall is the wall time of the event; set by the recorder.
 	Wall time.Time `json:"wall"`
 	// T is set by the recorder.
@@ -152,15 +166,20 @@ type NemesisEvent struct {
 // Interval is a fault as loaded: a start paired with its end. A fault that
 // was never healed has Healed false and ends at the end of the history.
 type Interval struct {
-	ID          uint64    `json:"id,omitempty"`
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	Targets     []string  `json:"targets,omitempty"`
-	Start       int64     `json:"start"`
-	End         int64     `json:"end"`
-	Healed      bool      `json:"healed"`
-	StartWall   time.Time `json:"start_wall"`
-	EndWall     time.Time `json:"end_wall,omitzero"`
+	ID          uint64   `json:"id,omitempty"`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Targets     []string `json:"targets,omitempty"`
+	// Links, Components and Params are the start's (see NemesisEvent);
+	// empty in histories written before they existed.
+	Links      []target.Link     `json:"links,omitempty"`
+	Components []string          `json:"components,omitempty"`
+	Params     map[string]string `json:"params,omitempty"`
+	Start      int64             `json:"start"`
+	End        int64             `json:"end"`
+	Healed     bool              `json:"healed"`
+	StartWall  time.Time         `json:"start_wall"`
+	EndWall    time.Time         `json:"end_wall,omitzero"`
 }
 
 // LedgerAction is what a container runtime did.

@@ -282,6 +282,7 @@ func (ld *loader) nemesis(ev NemesisEvent) error {
 		}
 		ld.h.Nemesis = append(ld.h.Nemesis, Interval{
 			ID: s.ev.ID, Name: s.ev.Name, Description: s.ev.Description, Targets: s.ev.Targets,
+			Links: s.ev.Links, Components: s.ev.Components, Params: s.ev.Params,
 			Start: s.start, End: ev.T, Healed: true, StartWall: s.ev.Wall, EndWall: ev.Wall,
 		})
 	default:
@@ -296,6 +297,7 @@ func (ld *loader) finish() *History {
 		for _, s := range q {
 			h.Nemesis = append(h.Nemesis, Interval{
 				ID: s.ev.ID, Name: s.ev.Name, Description: s.ev.Description, Targets: s.ev.Targets,
+				Links: s.ev.Links, Components: s.ev.Components, Params: s.ev.Params,
 				Start: s.start, End: h.End, StartWall: s.ev.Wall,
 			})
 		}
@@ -306,6 +308,7 @@ func (ld *loader) finish() *History {
 	for _, ev := range ld.orphanEnd {
 		h.Nemesis = append(h.Nemesis, Interval{
 			ID: ev.ID, Name: ev.Name, Description: ev.Description, Targets: ev.Targets,
+			Links: ev.Links, Components: ev.Components, Params: ev.Params,
 			Start: 0, End: ev.T, Healed: true, StartWall: h.Meta.Start, EndWall: ev.Wall,
 		})
 	}
