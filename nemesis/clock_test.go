@@ -90,7 +90,7 @@ func TestClockJumpReachesTheKubelet(t *testing.T) {
 func TestClockNeedsViews(t *testing.T) {
 	c := startCluster(t, 1) // no kubelets, no controllers
 	for _, name := range []string{"clock-skew", "clock-jump", "clock-strobe"} {
-		if fault(t, name).Available(c) {
+		if fault(t, name).Available(cluster.AsTarget(c)) {
 			t.Errorf("%s claims to be available with no component on its own clock", name)
 		}
 	}

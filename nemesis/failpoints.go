@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
-	"github.com/pingcap/failpoint"
-
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/nemesis/fpprobe"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Failpoint is one pingcap/failpoint marker in podsafe's code that the
@@ -40,32 +37,10 @@ var Failpoints = []Failpoint{
 	{mod + "fencing/agentDelay", "sleep(500)", "the fencing controller's agents take 500 ms longer"},
 }
 
-var (
-	probeOnce sync.Once
-	probed    atomic.Bool
-	compiled  bool
-)
-
 // FailpointsCompiled reports whether this binary's failpoint markers are
 // live (its sources were rewritten by failpoint-ctl). When they are not,
 // enabling a failpoint succeeds but nothing ever fires.
-func FailpointsCompiled() bool {
-	probeOnce.Do(func() {
-		name := mod + "nemesis/probe"
-		if err := failpoint.Enable(name, "return(true)"); err != nil {
-			return
-		}
-		probe()
-		_ = failpoint.Disable(name)
-		compiled = probed.Load()
-	})
-	return compiled
-}
-
-// probe fires its marker only in a rewritten build.
-func probe() {
-	failpoint.Inject("probe", func() { probed.Store(true) })
-}
+func FailpointsCompiled() bool { return fpprobe.Live() }
 
 // failpointFault switches on one of Failpoints for a while.
 type failpointFault struct{}
@@ -77,18 +52,31 @@ func (failpointFault) Describe() string {
 	return "switch on a timing failpoint (slow store apply, slow API, late kubelet status, slow controllers, slow fence agents); needs a failpoint build (make failpoint-enable)"
 }
 
-// Available only when the markers are live: in an ordinary build the fault
-// would silently do nothing.
-func (failpointFault) Available(*cluster.Cluster) bool { return FailpointsCompiled() }
+func (failpointFault) Needs() []target.Capability { return []target.Capability{target.Failpoint} }
 
-func (failpointFault) Inject(_ context.Context, _ *cluster.Cluster, rng *rand.Rand) (Injection, error) {
+// Available only where the target switches failpoints and its markers are
+// live: in an ordinary build the fault would silently do nothing. The
+// failpoints are podsafe's own markers, so only a target that runs
+// podsafe's components (the embedded cluster) has them.
+func (failpointFault) Available(t target.Target) bool {
+	_, ok := t.(target.Failpoints)
+	return ok && t.Can(target.Failpoint, "")
+}
+
+func (failpointFault) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
 	fp := Failpoints[rng.IntN(len(Failpoints))]
-	if err := failpoint.Enable(fp.Name, fp.Term); err != nil {
+	fps, ok := t.(target.Failpoints)
+	if !ok {
+		return Injection{}, fmt.Errorf("failpoint %s: %w", fp.Name, target.ErrUnsupported)
+	}
+	heal, err := fps.EnableFailpoint(ctx, fp.Name, fp.Term)
+	if err != nil {
 		return Injection{}, fmt.Errorf("enabling failpoint %s: %w", fp.Name, err)
 	}
 	return Injection{
 		Description: fmt.Sprintf("failpoint %s=%s", fp.Name, fp.Term),
 		Targets:     []string{fp.Name},
-		Heal:        func() error { return failpoint.Disable(fp.Name) },
+		Params:      map[string]string{"failpoint": fp.Name, "term": fp.Term},
+		Heal:        heal,
 	}, nil
 }

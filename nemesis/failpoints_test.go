@@ -63,12 +63,12 @@ func TestFailpointFault(t *testing.T) {
 		if want {
 			t.Fatal("PODSAFE_FAILPOINTS=1 but the failpoint markers are not live: the sources were not rewritten (make failpoint-enable)")
 		}
-		if f.Available(c) {
+		if f.Available(cluster.AsTarget(c)) {
 			t.Fatal("the failpoint fault claims to be available in a build without live markers")
 		}
 		t.Skip("ordinary build: failpoint markers are inert; make test-failpoints runs this test for real")
 	}
-	if !f.Available(c) {
+	if !f.Available(cluster.AsTarget(c)) {
 		t.Fatal("failpoints are compiled in but the fault is unavailable")
 	}
 	cs, err := c.Clientset(apiserver.IdentityAdmin, cluster.ClientOptions{})
@@ -99,7 +99,7 @@ func TestFailpointFault(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	seen := map[string]bool{}
 	for range 40 {
-		inj, err := f.Inject(ctx, c, rng)
+		inj, err := f.Inject(ctx, cluster.AsTarget(c), rng)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,10 @@ func fault(t *testing.T, name string) nemesis.Fault {
 func inject(t *testing.T, c *cluster.Cluster, name string, rng *rand.Rand) nemesis.Injection {
 	t.Helper()
 	f := fault(t, name)
-	if !f.Available(c) {
+	if !f.Available(cluster.AsTarget(c)) {
 		t.Fatalf("%s is not available on this cluster", name)
 	}
-	inj, err := f.Inject(context.Background(), c, rng)
+	inj, err := f.Inject(context.Background(), cluster.AsTarget(c), rng)
 	if err != nil {
 		t.Fatalf("injecting %s: %v", name, err)
 	}

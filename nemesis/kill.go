@@ -8,34 +8,39 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Crashes. Each stops a component as a crash would (whatever it was doing is
-// abandoned) and heals by starting it again, which rebuilds its state from
-// durable storage or from the API. A heal never starts what something else
-// has meanwhile decided must stay down: a kubelet on a node powered off by a
-// fence stays down.
+// abandoned: target.Processes.Kill) and heals by starting it again
+// (Restart), which rebuilds its state from durable storage or from the API.
+// A heal never starts what something else has meanwhile decided must stay
+// down: a kubelet on a node powered off by a fence stays down.
 func init() {
 	register("kill", killMember{}, killLeader{}, killKubelet{}, killScheduler{}, killController{},
 		killControllers{}, killFencing{})
 	register("node", killKubelet{})
 }
 
-// killMember crashes a random raft member (its API server with it) and
-// restarts it from its data directory.
+// needsKill is what every crash needs.
+var needsKill = []target.Capability{target.Kill}
+
+// killMember crashes a random control-plane member's store (on the embedded
+// cluster its API server with it) and restarts it from its data directory.
 type killMember struct{}
 
 func (killMember) Name() string { return "kill-member" }
 func (killMember) Describe() string {
 	return "crash a random control-plane member (raft and API server) and restart it from disk (durable clusters only)"
 }
+func (killMember) Needs() []target.Capability { return needsKill }
 
-// Available needs durable storage: an in-memory member restarted empty would
-// break raft's safety, so the cluster refuses to restart it.
-func (killMember) Available(c *cluster.Cluster) bool { return c.Config().Durable }
-func (killMember) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	return crashMember(c, rng.IntN(c.Members()), "kill member")
+// Available needs a store the target can kill and restart: the embedded
+// cluster can only when durable, since an in-memory member restarted empty
+// would break raft's safety.
+func (killMember) Available(t target.Target) bool { return canAny(t, target.Kill, target.RoleStore) }
+func (killMember) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	return crashMember(ctx, t, rng.IntN(t.Members()), "kill member")
 }
 
 // killLeader crashes the raft leader and restarts it.
@@ -45,21 +50,25 @@ func (killLeader) Name() string { return "kill-leader" }
 func (killLeader) Describe() string {
 	return "crash the raft leader and restart it from disk (durable clusters of 3 or 5)"
 }
-func (killLeader) Available(c *cluster.Cluster) bool { return c.Config().Durable && c.Members() > 1 }
-func (killLeader) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	return crashMember(c, leaderOrAny(c, rng), "kill leader")
+func (killLeader) Needs() []target.Capability { return needsKill }
+func (killLeader) Available(t target.Target) bool {
+	return t.Members() > 1 && canAny(t, target.Kill, target.RoleStore)
+}
+func (killLeader) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	return crashMember(ctx, t, leaderOrAny(ctx, t, rng), "kill leader")
 }
 
-func crashMember(c *cluster.Cluster, i int, what string) (Injection, error) {
-	host := cluster.MemberHost(i)
-	if err := c.CrashMember(i); err != nil {
+func crashMember(ctx context.Context, t target.Target, i int, what string) (Injection, error) {
+	st, ok := storeOf(t, i)
+	if !ok {
+		return Injection{}, fmt.Errorf("%s: member %d has no store: %w", what, i, target.ErrUnknownComponent)
+	}
+	inj, err := crash(ctx, t, []string{st.Name}, fmt.Sprintf("%s %s", what, st.Name))
+	if err != nil {
 		return Injection{}, err
 	}
-	return Injection{
-		Description: fmt.Sprintf("%s %s", what, host),
-		Targets:     []string{host},
-		Heal:        func() error { return ignore(c.RestartMember(i), cluster.ErrMemberUp) },
-	}, nil
+	inj.Params = map[string]string{"member": member(i)}
+	return inj, nil
 }
 
 // killKubelet crashes a kubelet; its containers keep running in the node's
@@ -70,46 +79,34 @@ func (killKubelet) Name() string { return "kill-kubelet" }
 func (killKubelet) Describe() string {
 	return "crash a random kubelet (its containers keep running) and restart it"
 }
-func (killKubelet) Available(c *cluster.Cluster) bool { return hasKubelets(c) }
-func (killKubelet) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	var running []string
-	for _, n := range nodeNames(c) {
-		if c.KubeletRunning(n) {
-			running = append(running, n)
-		}
-	}
+func (killKubelet) Needs() []target.Capability     { return needsKill }
+func (killKubelet) Available(t target.Target) bool { return canAny(t, target.Kill, target.RoleKubelet) }
+func (killKubelet) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	running := runningOf(t, able(t, target.Kill, target.RoleKubelet))
 	if len(running) == 0 {
-		return Injection{}, fmt.Errorf("kill-kubelet: %w", cluster.ErrKubeletDown)
+		return Injection{}, fmt.Errorf("kill-kubelet: %w", target.ErrNotRunning)
 	}
-	node := running[rng.IntN(len(running))]
-	if err := c.StopKubelet(node); err != nil {
+	k := running[rng.IntN(len(running))]
+	inj, err := crash(ctx, t, []string{k.Name}, "kill kubelet of "+k.Node)
+	if err != nil {
 		return Injection{}, err
 	}
-	return Injection{
-		Description: "kill kubelet of " + node,
-		Targets:     []string{cluster.KubeletComponent(node)},
-		Heal: func() error {
-			// A node powered off meanwhile (a fence, an admin) stays off.
-			return ignore(c.StartKubelet(node), cluster.ErrKubeletUp, cluster.ErrPoweredOff)
-		},
-	}, nil
+	inj.Params = map[string]string{"node": k.Node}
+	return inj, nil
 }
 
 // killScheduler crashes the scheduler and restarts it.
 type killScheduler struct{}
 
-func (killScheduler) Name() string                      { return "kill-scheduler" }
-func (killScheduler) Describe() string                  { return "crash the scheduler and restart it" }
-func (killScheduler) Available(c *cluster.Cluster) bool { return c.Config().Scheduler }
-func (killScheduler) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	if err := c.StopScheduler(); err != nil {
-		return Injection{}, err
-	}
-	return Injection{
-		Description: "kill scheduler",
-		Targets:     []string{cluster.ComponentScheduler},
-		Heal:        func() error { return ignore(c.StartScheduler(), cluster.ErrSchedulerRunning) },
-	}, nil
+func (killScheduler) Name() string               { return "kill-scheduler" }
+func (killScheduler) Describe() string           { return "crash the scheduler and restart it" }
+func (killScheduler) Needs() []target.Capability { return needsKill }
+func (killScheduler) Available(t target.Target) bool {
+	return canAny(t, target.Kill, target.RoleScheduler)
+}
+func (killScheduler) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	s := pickOne(able(t, target.Kill, target.RoleScheduler), rng)
+	return crash(ctx, t, []string{s.Name}, "kill "+s.Name)
 }
 
 // killController crashes one random running controller (the fencing
@@ -120,13 +117,16 @@ func (killController) Name() string { return "kill-controller" }
 func (killController) Describe() string {
 	return "crash one random controller (node lifecycle, pod GC, pet, ReplicaSet, attach/detach, disruption, fencing) and restart it"
 }
-func (killController) Available(c *cluster.Cluster) bool { return c.Config().Controllers }
-func (killController) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	running := c.RunningControllers()
+func (killController) Needs() []target.Capability { return needsKill }
+func (killController) Available(t target.Target) bool {
+	return canAny(t, target.Kill, target.RoleController)
+}
+func (killController) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	running := runningControllers(t)
 	if len(running) == 0 {
-		return Injection{}, fmt.Errorf("kill-controller: %w", cluster.ErrControllerStopped)
+		return Injection{}, fmt.Errorf("kill-controller: %w", target.ErrNotRunning)
 	}
-	return crashControllers(c, []string{running[rng.IntN(len(running))]})
+	return crashControllers(ctx, t, []string{running[rng.IntN(len(running))]})
 }
 
 // killControllers crashes several running controllers at once, at least
@@ -137,11 +137,14 @@ func (killControllers) Name() string { return "kill-controllers" }
 func (killControllers) Describe() string {
 	return "crash several controllers at once (a random subset of at least two) and restart them"
 }
-func (killControllers) Available(c *cluster.Cluster) bool { return c.Config().Controllers }
-func (killControllers) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	running := shuffled(c.RunningControllers(), rng)
+func (killControllers) Needs() []target.Capability { return needsKill }
+func (killControllers) Available(t target.Target) bool {
+	return canAny(t, target.Kill, target.RoleController)
+}
+func (killControllers) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	running := shuffled(runningControllers(t), rng)
 	if len(running) == 0 {
-		return Injection{}, fmt.Errorf("kill-controllers: %w", cluster.ErrControllerStopped)
+		return Injection{}, fmt.Errorf("kill-controllers: %w", target.ErrNotRunning)
 	}
 	n := len(running)
 	if n > 2 {
@@ -149,7 +152,7 @@ func (killControllers) Inject(ctx context.Context, c *cluster.Cluster, rng *rand
 	}
 	names := running[:n]
 	slices.Sort(names)
-	return crashControllers(c, names)
+	return crashControllers(ctx, t, names)
 }
 
 // killFencing crashes the fencing controller, mid-fence or not, and restarts
@@ -160,49 +163,76 @@ func (killFencing) Name() string { return "kill-fencing" }
 func (killFencing) Describe() string {
 	return "crash the fencing controller and restart it (clusters that run it)"
 }
-func (killFencing) Available(c *cluster.Cluster) bool {
-	return c.Config().Controllers && c.Config().Fencing.Enabled
-}
-func (killFencing) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	if !c.ControllerRunning(cluster.ControllerFencing) {
-		return Injection{}, fmt.Errorf("kill-fencing: %w", cluster.ErrControllerStopped)
+func (killFencing) Needs() []target.Capability     { return needsKill }
+func (killFencing) Available(t target.Target) bool { return canAny(t, target.Kill, target.RoleFencing) }
+func (killFencing) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	running := runningOf(t, able(t, target.Kill, target.RoleFencing))
+	if len(running) == 0 {
+		return Injection{}, fmt.Errorf("kill-fencing: %w", target.ErrNotRunning)
 	}
-	return crashControllers(c, []string{cluster.ControllerFencing})
+	return crashControllers(ctx, t, []string{pickOne(running, rng).Name})
 }
 
-// crashControllers stops names and returns the injection that starts them
-// again. If one fails to stop, the ones already stopped are started again.
-func crashControllers(c *cluster.Cluster, names []string) (Injection, error) {
-	var stopped []string
+// runningOf keeps the components that run now.
+func runningOf(t target.Target, comps []target.Component) []target.Component {
+	p, ok := t.(target.Processes)
+	if !ok {
+		return nil
+	}
+	var out []target.Component
+	for _, c := range comps {
+		if p.Running(c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// runningControllers lists, sorted by name, the running controllers t can
+// kill, the fencing controller among them.
+func runningControllers(t target.Target) []string {
+	out := names(runningOf(t, able(t, target.Kill, target.RoleController, target.RoleFencing)))
+	slices.Sort(out)
+	return out
+}
+
+// crashControllers kills names and returns the injection that restarts them,
+// described by the controllers' own names.
+func crashControllers(ctx context.Context, t target.Target, names []string) (Injection, error) {
+	short := make([]string, len(names))
+	for i, n := range names {
+		short[i] = strings.TrimPrefix(n, "controller/")
+	}
+	return crash(ctx, t, names, "kill controller "+strings.Join(short, ","))
+}
+
+// crash kills names in order and returns the injection that restarts them.
+// If one fails to die, the ones already killed are restarted.
+func crash(ctx context.Context, t target.Target, names []string, desc string) (Injection, error) {
+	p, ok := t.(target.Processes)
+	if !ok {
+		return Injection{}, fmt.Errorf("%s: %w", desc, target.ErrUnsupported)
+	}
+	hctx := context.WithoutCancel(ctx)
+	var killed []string
 	restart := func() error {
 		var errs []error
-		for _, n := range stopped {
-			errs = append(errs, ignore(c.StartController(n), cluster.ErrControllerRunning))
+		for _, n := range killed {
+			// A node powered off meanwhile (a fence, an admin) stays off.
+			errs = append(errs, ignore(p.Restart(hctx, n), target.ErrRunning, target.ErrPoweredOff))
 		}
 		return errors.Join(errs...)
 	}
-	var targets []string
 	for _, n := range names {
-		if err := c.StopController(n); err != nil {
+		if err := p.Kill(ctx, n); err != nil {
 			return Injection{}, errors.Join(err, restart())
 		}
-		stopped = append(stopped, n)
-		targets = append(targets, cluster.ControllerComponent(n))
+		killed = append(killed, n)
 	}
 	return Injection{
-		Description: "kill controller " + strings.Join(names, ","),
-		Targets:     targets,
+		Description: desc,
+		Targets:     slices.Clone(names),
+		Components:  slices.Clone(names),
 		Heal:        restart,
 	}, nil
-}
-
-// ignore returns err unless it is one of the expected outcomes of a heal
-// that found the component already as wanted.
-func ignore(err error, expected ...error) error {
-	for _, e := range expected {
-		if errors.Is(err, e) {
-			return nil
-		}
-	}
-	return err
 }

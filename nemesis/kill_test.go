@@ -105,7 +105,7 @@ func TestKillFaults(t *testing.T) {
 		}
 	})
 
-	if fault(t, "kill-fencing").Available(c) {
+	if fault(t, "kill-fencing").Available(cluster.AsTarget(c)) {
 		t.Error("kill-fencing claims to be available without a fencing controller")
 	}
 }
@@ -127,7 +127,7 @@ func TestKillFencing(t *testing.T) {
 func TestKillMemberNeedsDurable(t *testing.T) {
 	c := startCluster(t, 3)
 	for _, name := range []string{"kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "kill-controller"} {
-		if fault(t, name).Available(c) {
+		if fault(t, name).Available(cluster.AsTarget(c)) {
 			t.Errorf("%s claims to be available on an in-memory cluster with no components", name)
 		}
 	}

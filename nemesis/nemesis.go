@@ -1,4 +1,5 @@
-// Package nemesis injects faults into a running cluster. Faults are values with
+// Package nemesis injects faults into a running system under test (a
+// target.Target: the embedded cluster or another). Faults are values with
 // a name; injecting one returns the function that heals it; a Schedule composes
 // faults over time from a seeded generator and records every fault as an
 // interval in the history.
@@ -22,6 +23,15 @@
 // A fault's heal undoes exactly what it did and nothing that something else
 // decided: it never lifts a network fence, powers on a fenced node or
 // resumes another fault's pause.
+//
+// Faults act on a target.Target, never on one system in particular: they
+// compute the hosts to cut from its components (target.MemberHosts,
+// target.Hosts) and cut them through target.Networker, kill and pause
+// components by name through target.Processes, and reach for the optional
+// interfaces of package target (Clocks, Slower, PowerSwitch, NodeAdmin,
+// APIStore, Failpoints) where they need more. A fault is offered on a
+// target that has the capabilities it needs for the components it would
+// act on.
 package nemesis
 
 import (
@@ -32,7 +42,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Fault is one kind of fault. Implementations are stateless values; Inject
@@ -42,11 +52,15 @@ type Fault interface {
 	Name() string
 	// Describe is one line for `podsafe list`.
 	Describe() string
-	// Available reports whether the fault makes sense on c (isolating one
-	// member of a one-member cluster does not).
-	Available(c *cluster.Cluster) bool
+	// Needs lists the capabilities the fault uses.
+	Needs() []target.Capability
+	// Available reports whether the fault makes sense on t: t has the
+	// capabilities it needs for the components it would act on, and
+	// enough of them (isolating one member of a one-member control plane
+	// does not).
+	Available(t target.Target) bool
 	// Inject applies the fault and returns what it did and how to heal it.
-	Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error)
+	Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error)
 }
 
 // Injection is one applied fault.
@@ -55,6 +69,16 @@ type Injection struct {
 	Description string
 	// Targets are the hosts or components affected.
 	Targets []string
+	// Links are the links cut (partitions), in the order cut.
+	Links []target.Link
+	// Components are the components acted on: killed, paused, clock
+	// moved, slowed, powered off.
+	Components []string
+	// Params are the fault's drawn parameters by name: "member" (a member
+	// index), "node", "offset", "period", "delay", "direction", "failpoint"
+	// and "term", the sides of a partition ("minority", "majority",
+	// "bridge", "ring", "a", "b").
+	Params map[string]string
 	// Heal undoes the fault.
 	Heal func() error
 }

@@ -90,11 +90,11 @@ func TestPartitionShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !fs[0].Available(c) {
+			if !fs[0].Available(cluster.AsTarget(c)) {
 				t.Fatalf("%s not available on 3 members", name)
 			}
 			leader := c.LeaderIndex()
-			inj, err := fs[0].Inject(ctx, c, rng)
+			inj, err := fs[0].Inject(ctx, cluster.AsTarget(c), rng)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestNotAvailableOnOneMember(t *testing.T) {
 	c := startCluster(t, 1)
 	fs, _ := nemesis.Lookup("partition")
 	for _, f := range fs {
-		if f.Available(c) {
+		if f.Available(cluster.AsTarget(c)) {
 			t.Errorf("%s claims to be available on a one-member cluster", f.Name())
 		}
 	}
@@ -147,7 +147,7 @@ func TestScheduleRecordsIntervals(t *testing.T) {
 	s := &nemesis.Schedule{Faults: fs, Interval: 40 * time.Millisecond, Recorder: rec}
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
-	if err := s.Run(ctx, c, rand.New(rand.NewPCG(3, 4))); err != nil {
+	if err := s.Run(ctx, cluster.AsTarget(c), rand.New(rand.NewPCG(3, 4))); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Close(); err != nil {

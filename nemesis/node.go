@@ -8,19 +8,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsafe/podsafe/apiserver"
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target"
 )
 
 func init() {
 	register("node", loseNode{})
 }
-
-// AdminHost is the network host the nemesis makes its admin API calls from
-// (deleting a lost node's Node object). No fault cuts it.
-const AdminHost = "nemesis"
 
 // deleteTimeout bounds how long lose-node keeps trying to delete the Node
 // (wall time); past it the node is powered on again and the injection fails.
@@ -45,60 +39,58 @@ func (loseNode) Name() string { return "lose-node" }
 func (loseNode) Describe() string {
 	return "power a random node off and delete its Node object as admin (pod GC may force delete its pods); a replacement of the same name joins on heal"
 }
-func (loseNode) Available(c *cluster.Cluster) bool { return hasKubelets(c) }
-func (loseNode) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	node := pickNode(c, rng)
-	if c.PoweredOff(node) {
-		return Injection{}, fmt.Errorf("lose-node: every node is powered off: %w", cluster.ErrPoweredOff)
+func (loseNode) Needs() []target.Capability { return []target.Capability{target.Power} }
+
+// Available needs a target that switches power (target.PowerSwitch) for some
+// node and deletes Node objects as admin (target.NodeAdmin).
+func (loseNode) Available(t target.Target) bool {
+	_, power := t.(target.PowerSwitch)
+	_, admin := t.(target.NodeAdmin)
+	return power && admin && len(able(t, target.Power, target.RoleKubelet)) > 0
+}
+func (loseNode) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	power, ok := t.(target.PowerSwitch)
+	admin, ok2 := t.(target.NodeAdmin)
+	if !ok || !ok2 {
+		return Injection{}, fmt.Errorf("lose-node: %w", target.ErrUnsupported)
 	}
-	wasFenced := fenced(c, node)
-	if err := c.PowerOff(node); err != nil {
+	k := pickNode(t, target.Power, rng)
+	node := k.Node
+	if power.PoweredOff(node) {
+		return Injection{}, fmt.Errorf("lose-node: every node is powered off: %w", target.ErrPoweredOff)
+	}
+	wasFenced := power.Fenced(node)
+	if err := power.PowerOff(ctx, node); err != nil {
 		return Injection{}, err
 	}
-	if err := deleteNode(ctx, c, node); err != nil {
-		return Injection{}, errors.Join(fmt.Errorf("lose-node: deleting node %s: %w", node, err), c.PowerOn(node))
+	hctx := context.WithoutCancel(ctx)
+	if err := deleteNode(ctx, admin, node); err != nil {
+		return Injection{}, errors.Join(fmt.Errorf("lose-node: deleting node %s: %w", node, err), power.PowerOn(hctx, node))
 	}
 	return Injection{
 		Description: fmt.Sprintf("lose node %s (powered off, Node deleted)", node),
 		Targets:     []string{node},
+		Components:  []string{k.Name},
+		Params:      map[string]string{"node": node},
 		Heal: func() error {
-			if !wasFenced && fenced(c, node) {
+			if !wasFenced && power.Fenced(node) {
 				// Fenced while lost: a fence outranks the nemesis, and
 				// only an admin unfences.
 				return nil
 			}
-			return c.PowerOn(node)
+			return power.PowerOn(hctx, node)
 		},
 	}, nil
 }
 
-// fenced reports whether a fence agent has fenced node, by the network or
-// at the storage. A power fence cannot be told apart from the nemesis'
-// power-off, but fencing controllers fence the storage first (PS-15).
-func fenced(c *cluster.Cluster, node string) bool {
-	if c.Network().Fenced(node) {
-		return true
-	}
-	st, err := c.Storage()
-	if err != nil {
-		return false
-	}
-	_, ok := st.Fences()[node]
-	return ok
-}
-
 // deleteNode deletes node's Node object as admin, retrying while the API is
 // unavailable; a node already gone counts as deleted.
-func deleteNode(ctx context.Context, c *cluster.Cluster, node string) error {
-	cs, err := c.Clientset(apiserver.IdentityAdmin, cluster.ClientOptions{Host: AdminHost, Timeout: 5 * time.Second})
-	if err != nil {
-		return err
-	}
+func deleteNode(ctx context.Context, admin target.NodeAdmin, node string) error {
 	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
 	wait := 20 * time.Millisecond
 	for {
-		err := cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+		err := admin.DeleteNode(ctx, node)
 		if err == nil || apierrors.IsNotFound(err) {
 			return nil
 		}

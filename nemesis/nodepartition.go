@@ -6,46 +6,26 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Partitions that involve worker nodes. A node's host carries its kubelet's
 // API traffic and its containers' writes to the shared storage, so each shape
-// says which of the two it cuts.
+// says which of the two it cuts. A node is its kubelet component: its Node
+// names it, its Host is the node's host.
 func init() {
 	register("node-partition", partitionNode{}, partitionNodeNode{}, partitionStorage{}, oneWayNode{})
 	register("node", partitionNode{}, partitionNodeNode{}, partitionStorage{}, oneWayNode{})
 }
 
-// nodeNames lists the topology's nodes.
-func nodeNames(c *cluster.Cluster) []string {
-	var out []string
-	for _, n := range c.Config().Topology.Nodes {
-		out = append(out, n.Name)
+// canCutNodes reports whether t can cut the hosts of at least min nodes.
+// Node faults need kubelets: registered-only nodes carry no traffic and run
+// nothing.
+func canCutNodes(t target.Target, min int) bool {
+	if _, ok := t.(target.Networker); !ok {
+		return false
 	}
-	return out
-}
-
-// hasKubelets: node faults need kubelets; registered-only nodes carry no
-// traffic and run nothing.
-func hasKubelets(c *cluster.Cluster) bool {
-	return c.Config().Kubelets && len(c.Config().Topology.Nodes) > 0
-}
-
-// pickNode picks a random node that is powered on (a powered-off node has
-// nothing left to fault), or any node if all are off.
-func pickNode(c *cluster.Cluster, rng *rand.Rand) string {
-	nodes := nodeNames(c)
-	var on []string
-	for _, n := range nodes {
-		if !c.PoweredOff(n) {
-			on = append(on, n)
-		}
-	}
-	if len(on) == 0 {
-		on = nodes
-	}
-	return on[rng.IntN(len(on))]
+	return len(able(t, target.Network, target.RoleKubelet)) >= min
 }
 
 // partitionNode cuts a kubelet from every API member, both ways: the node
@@ -57,10 +37,14 @@ func (partitionNode) Name() string { return "partition-node" }
 func (partitionNode) Describe() string {
 	return "cut a random node (its kubelet) from every control-plane member; its containers keep running and reach the storage"
 }
-func (partitionNode) Available(c *cluster.Cluster) bool { return hasKubelets(c) }
-func (partitionNode) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	node := pickNode(c, rng)
-	return partitionHosts(c, fmt.Sprintf("cut node %s from the control plane", node), []string{node}, c.MemberHosts()), nil
+func (partitionNode) Needs() []target.Capability { return needsNetwork }
+func (partitionNode) Available(t target.Target) bool {
+	return canCutNodes(t, 1) && len(controlPlaneHosts(t)) > 0
+}
+func (partitionNode) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	node := pickNode(t, target.Network, rng)
+	return with(map[string]string{"node": node.Node})(
+		partitionHosts(ctx, t, fmt.Sprintf("cut node %s from the control plane", node.Node), []string{node.Host}, controlPlaneHosts(t)))
 }
 
 // partitionNodeNode splits the nodes into two random halves cut from each
@@ -75,14 +59,17 @@ func (partitionNodeNode) Name() string { return "partition-node-node" }
 func (partitionNodeNode) Describe() string {
 	return "split the nodes into two halves cut from each other (both keep the control plane and the storage)"
 }
-func (partitionNodeNode) Available(c *cluster.Cluster) bool {
-	return len(c.Config().Topology.Nodes) > 1
-}
-func (partitionNodeNode) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	nodes := shuffled(nodeNames(c), rng)
+func (partitionNodeNode) Needs() []target.Capability     { return needsNetwork }
+func (partitionNodeNode) Available(t target.Target) bool { return canCutNodes(t, 2) }
+func (partitionNodeNode) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	var hosts []string
+	for _, n := range able(t, target.Network, target.RoleKubelet) {
+		hosts = append(hosts, n.Host)
+	}
+	nodes := shuffled(hosts, rng)
 	a, b := nodes[:len(nodes)/2], nodes[len(nodes)/2:]
 	desc := fmt.Sprintf("split nodes %s | %s", strings.Join(a, ","), strings.Join(b, ","))
-	return partitionHosts(c, desc, a, b), nil
+	return with(sides("a", a, "b", b))(partitionHosts(ctx, t, desc, a, b))
 }
 
 // partitionStorage cuts a node from the shared storage, both ways: its
@@ -93,10 +80,14 @@ func (partitionStorage) Name() string { return "partition-storage" }
 func (partitionStorage) Describe() string {
 	return "cut a random node from the shared storage; its kubelet still reaches the control plane"
 }
-func (partitionStorage) Available(c *cluster.Cluster) bool { return hasKubelets(c) }
-func (partitionStorage) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	node := pickNode(c, rng)
-	return partitionHosts(c, fmt.Sprintf("cut node %s from the storage", node), []string{node}, []string{cluster.StorageHost}), nil
+func (partitionStorage) Needs() []target.Capability { return needsNetwork }
+func (partitionStorage) Available(t target.Target) bool {
+	return canCutNodes(t, 1) && len(target.Hosts(t, target.RoleStorage)) > 0
+}
+func (partitionStorage) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	node := pickNode(t, target.Network, rng)
+	return with(map[string]string{"node": node.Node})(
+		partitionHosts(ctx, t, fmt.Sprintf("cut node %s from the storage", node.Node), []string{node.Host}, target.Hosts(t, target.RoleStorage)))
 }
 
 // oneWayNode cuts one direction only between a kubelet and every API member.
@@ -113,21 +104,21 @@ func (oneWayNode) Name() string { return "one-way-node" }
 func (oneWayNode) Describe() string {
 	return "cut one direction only between a random node and every control-plane member"
 }
-func (oneWayNode) Available(c *cluster.Cluster) bool { return hasKubelets(c) }
-func (oneWayNode) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	node := pickNode(c, rng)
+func (oneWayNode) Needs() []target.Capability { return needsNetwork }
+func (oneWayNode) Available(t target.Target) bool {
+	return canCutNodes(t, 1) && len(controlPlaneHosts(t)) > 0
+}
+func (oneWayNode) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	node := pickNode(t, target.Network, rng)
 	outbound := rng.IntN(2) == 0
-	var links [][2]string
-	for _, h := range c.MemberHosts() {
-		if outbound {
-			links = append(links, [2]string{node, h})
-		} else {
-			links = append(links, [2]string{h, node})
-		}
-	}
-	desc := fmt.Sprintf("cut node %s -> control plane", node)
+	cp := controlPlaneHosts(t)
+	links := between([]string{node.Host}, cp)
+	desc := fmt.Sprintf("cut node %s -> control plane", node.Node)
+	dir := "outbound"
 	if !outbound {
-		desc = fmt.Sprintf("cut control plane -> node %s", node)
+		links = between(cp, []string{node.Host})
+		desc = fmt.Sprintf("cut control plane -> node %s", node.Node)
+		dir = "inbound"
 	}
-	return cutLinks(c, desc, []string{node}, links), nil
+	return with(map[string]string{"node": node.Node, "direction": dir})(cut(ctx, t, desc, []string{node.Host}, links))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/kubelet"
 )
 
@@ -97,7 +98,7 @@ func TestNodePartitions(t *testing.T) {
 		eventually(t, "a write after the heal", 30*time.Second, func() bool { return storageWrite(node, 2, time.Second) == nil })
 	})
 
-	if fault(t, "partition-node").Available(startCluster(t, 1)) {
+	if fault(t, "partition-node").Available(cluster.AsTarget(startCluster(t, 1))) {
 		t.Error("partition-node claims to be available on a cluster without kubelets")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Partitions of the control plane. Each cuts links between members (raft,
@@ -15,10 +15,18 @@ import (
 // and heals exactly the links it cut. Clients and components keep reaching
 // every member's API: a request sent to the wrong side must stall or fail,
 // never succeed stale.
+//
+// A member is the group of hosts its components run on
+// (target.MemberHosts): one host on the embedded cluster, a store host and
+// an API server host where they run apart. Shapes are drawn over members
+// and cut every link between the hosts of members on different sides.
 func init() {
 	register("partition", isolateLeader{}, isolateOne{}, halves{}, majorityMinority{}, bridge{}, ring{},
 		oneWayMember{}, apiStore{})
 }
+
+// needsNetwork is what every partition needs.
+var needsNetwork = []target.Capability{target.Network}
 
 // isolateLeader cuts the current raft leader from every other member. Clients
 // keep reaching it: reads and writes sent there must stall or fail, never
@@ -29,9 +37,10 @@ func (isolateLeader) Name() string { return "isolate-leader" }
 func (isolateLeader) Describe() string {
 	return "cut the raft leader from the other control-plane members (clients still reach it)"
 }
-func (isolateLeader) Available(c *cluster.Cluster) bool { return c.Members() > 1 }
-func (isolateLeader) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	return isolateMember(c, leaderOrAny(c, rng), "isolate leader")
+func (isolateLeader) Needs() []target.Capability     { return needsNetwork }
+func (isolateLeader) Available(t target.Target) bool { return canCutMembers(t, 2) }
+func (isolateLeader) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	return isolateMember(ctx, t, leaderOrAny(ctx, t, rng), "isolate leader")
 }
 
 // isolateOne cuts one random member from the others.
@@ -41,24 +50,18 @@ func (isolateOne) Name() string { return "isolate-one" }
 func (isolateOne) Describe() string {
 	return "cut one random control-plane member from the others (clients still reach it)"
 }
-func (isolateOne) Available(c *cluster.Cluster) bool { return c.Members() > 1 }
-func (isolateOne) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	return isolateMember(c, rng.IntN(c.Members()), "isolate member")
+func (isolateOne) Needs() []target.Capability     { return needsNetwork }
+func (isolateOne) Available(t target.Target) bool { return canCutMembers(t, 2) }
+func (isolateOne) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	return isolateMember(ctx, t, rng.IntN(t.Members()), "isolate member")
 }
 
-func isolateMember(c *cluster.Cluster, i int, what string) (Injection, error) {
-	hosts := c.MemberHosts()
-	target := hosts[i]
-	rest := slices.DeleteFunc(slices.Clone(hosts), func(h string) bool { return h == target })
-	return partitionHosts(c, fmt.Sprintf("%s %s", what, target), []string{target}, rest), nil
-}
-
-// leaderOrAny is the leader's index, or a random member while none is known.
-func leaderOrAny(c *cluster.Cluster, rng *rand.Rand) int {
-	if l := c.LeaderIndex(); l >= 0 {
-		return l
-	}
-	return rng.IntN(c.Members())
+func isolateMember(ctx context.Context, t target.Target, i int, what string) (Injection, error) {
+	groups := target.MemberHosts(t)
+	iso := groups[i]
+	rest := flatten(slices.Delete(slices.Clone(groups), i, i+1))
+	return with(map[string]string{"member": member(i)})(
+		partitionHosts(ctx, t, fmt.Sprintf("%s %s", what, strings.Join(iso, ",")), iso, rest))
 }
 
 // halves splits the members into a random majority and minority.
@@ -68,13 +71,14 @@ func (halves) Name() string { return "halves" }
 func (halves) Describe() string {
 	return "split the control-plane members into a random majority and minority"
 }
-func (halves) Available(c *cluster.Cluster) bool { return c.Members() > 2 }
-func (halves) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := shuffled(c.MemberHosts(), rng)
-	minority := hosts[:len(hosts)/2]
-	majority := hosts[len(hosts)/2:]
+func (halves) Needs() []target.Capability     { return needsNetwork }
+func (halves) Available(t target.Target) bool { return canCutMembers(t, 3) }
+func (halves) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	groups := shuffled(target.MemberHosts(t), rng)
+	minority := flatten(groups[:len(groups)/2])
+	majority := flatten(groups[len(groups)/2:])
 	desc := fmt.Sprintf("halves %s | %s", strings.Join(minority, ","), strings.Join(majority, ","))
-	return partitionHosts(c, desc, minority, majority), nil
+	return with(sides("minority", minority, "majority", majority))(partitionHosts(ctx, t, desc, minority, majority))
 }
 
 // majorityMinority puts the leader in the minority, with as many followers
@@ -87,16 +91,20 @@ func (majorityMinority) Name() string { return "majority-minority" }
 func (majorityMinority) Describe() string {
 	return "split the control-plane members into a majority and a minority that holds the raft leader"
 }
-func (majorityMinority) Available(c *cluster.Cluster) bool { return c.Members() > 2 }
-func (majorityMinority) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := c.MemberHosts()
-	leader := hosts[leaderOrAny(c, rng)]
-	others := shuffled(slices.DeleteFunc(slices.Clone(hosts), func(h string) bool { return h == leader }), rng)
-	k := len(hosts)/2 - 1 // followers that join the leader's minority
-	minority := append([]string{leader}, others[:k]...)
-	majority := others[k:]
-	desc := fmt.Sprintf("minority %s (leader %s) | majority %s", strings.Join(minority, ","), leader, strings.Join(majority, ","))
-	return partitionHosts(c, desc, minority, majority), nil
+func (majorityMinority) Needs() []target.Capability     { return needsNetwork }
+func (majorityMinority) Available(t target.Target) bool { return canCutMembers(t, 3) }
+func (majorityMinority) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	groups := target.MemberHosts(t)
+	l := leaderOrAny(ctx, t, rng)
+	leaderHosts := groups[l]
+	others := shuffled(slices.Delete(slices.Clone(groups), l, l+1), rng)
+	k := len(groups)/2 - 1 // followers that join the leader's minority
+	minority := flatten(append([][]string{leaderHosts}, others[:k]...))
+	majority := flatten(others[k:])
+	desc := fmt.Sprintf("minority %s (leader %s) | majority %s", strings.Join(minority, ","), strings.Join(leaderHosts, ","), strings.Join(majority, ","))
+	params := sides("minority", minority, "majority", majority)
+	params["leader"] = member(l)
+	return with(params)(partitionHosts(ctx, t, desc, minority, majority))
 }
 
 // bridge is Jepsen's bridge: two halves cut from each other, and one member
@@ -108,13 +116,20 @@ func (bridge) Name() string { return "bridge" }
 func (bridge) Describe() string {
 	return "cut the control plane into two halves joined by one member that reaches both"
 }
-func (bridge) Available(c *cluster.Cluster) bool { return c.Members() > 2 }
-func (bridge) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := shuffled(c.MemberHosts(), rng)
-	mid := len(hosts) / 2
-	a, via, b := hosts[:mid], hosts[mid], hosts[mid+1:]
-	inj := partitionHosts(c, fmt.Sprintf("bridge %s | %s | %s", strings.Join(a, ","), via, strings.Join(b, ",")), a, b)
-	inj.Targets = c.MemberHosts()
+func (bridge) Needs() []target.Capability     { return needsNetwork }
+func (bridge) Available(t target.Target) bool { return canCutMembers(t, 3) }
+func (bridge) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	groups := shuffled(target.MemberHosts(t), rng)
+	mid := len(groups) / 2
+	a, via, b := flatten(groups[:mid]), groups[mid], flatten(groups[mid+1:])
+	desc := fmt.Sprintf("bridge %s | %s | %s", strings.Join(a, ","), strings.Join(via, ","), strings.Join(b, ","))
+	inj, err := partitionHosts(ctx, t, desc, a, b)
+	if err != nil {
+		return Injection{}, err
+	}
+	inj.Targets = flatten(target.MemberHosts(t))
+	inj.Params = sides("a", a, "b", b)
+	inj.Params["bridge"] = strings.Join(via, ",")
 	return inj, nil
 }
 
@@ -127,145 +142,176 @@ func (ring) Name() string { return "ring" }
 func (ring) Describe() string {
 	return "let each control-plane member reach only its two neighbours in a random ring (5 members)"
 }
+func (ring) Needs() []target.Capability { return needsNetwork }
 
 // Available needs five members: in a ring of three every member neighbours
 // both others and nothing is cut.
-func (ring) Available(c *cluster.Cluster) bool { return c.Members() >= 5 }
-func (ring) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := shuffled(c.MemberHosts(), rng)
-	n := len(hosts)
-	var links [][2]string
-	for i := range hosts {
-		for j := range hosts {
+func (ring) Available(t target.Target) bool { return canCutMembers(t, 5) }
+func (ring) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	groups := shuffled(target.MemberHosts(t), rng)
+	n := len(groups)
+	var links []target.Link
+	for i := range groups {
+		for j := range groups {
 			if d := (j - i + n) % n; d > 1 && d < n-1 {
-				links = append(links, [2]string{hosts[i], hosts[j]})
+				links = append(links, between(groups[i], groups[j])...)
 			}
 		}
 	}
-	return cutLinks(c, "ring "+strings.Join(hosts, "-"), c.MemberHosts(), links), nil
+	order := make([]string, n)
+	for i, g := range groups {
+		order[i] = strings.Join(g, ",")
+	}
+	return with(map[string]string{"ring": strings.Join(order, "-")})(
+		cut(ctx, t, "ring "+strings.Join(order, "-"), flatten(target.MemberHosts(t)), links))
 }
 
 // oneWayMember cuts one direction only between a member and the others:
 // either they never hear it (a leader whose heartbeats are lost, so the
 // others elect a new one) or it never hears them. Open connections carry the
-// other direction until simnet's detection timeout fails them; new dials
-// need both directions (see oneWayNode).
+// other direction until the target notices (simnet's detection timeout, TCP
+// keep-alives); new dials need both directions (see oneWayNode).
 type oneWayMember struct{}
 
 func (oneWayMember) Name() string { return "one-way-member" }
 func (oneWayMember) Describe() string {
 	return "cut one direction only between a random control-plane member and the others"
 }
-func (oneWayMember) Available(c *cluster.Cluster) bool { return c.Members() > 1 }
-func (oneWayMember) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := c.MemberHosts()
-	target := hosts[rng.IntN(len(hosts))]
+func (oneWayMember) Needs() []target.Capability     { return needsNetwork }
+func (oneWayMember) Available(t target.Target) bool { return canCutMembers(t, 2) }
+func (oneWayMember) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	groups := target.MemberHosts(t)
+	i := rng.IntN(len(groups))
+	hosts := groups[i]
 	outbound := rng.IntN(2) == 0
-	var links [][2]string
-	for _, h := range hosts {
-		if h == target {
+	var links []target.Link
+	for j, g := range groups {
+		if j == i {
 			continue
 		}
 		if outbound {
-			links = append(links, [2]string{target, h})
+			links = append(links, between(hosts, g)...)
 		} else {
-			links = append(links, [2]string{h, target})
+			links = append(links, between(g, hosts)...)
 		}
 	}
-	desc := fmt.Sprintf("cut %s -> other members", target)
+	name := strings.Join(hosts, ",")
+	desc := fmt.Sprintf("cut %s -> other members", name)
+	dir := "outbound"
 	if !outbound {
-		desc = fmt.Sprintf("cut other members -> %s", target)
+		desc = fmt.Sprintf("cut other members -> %s", name)
+		dir = "inbound"
 	}
-	return cutLinks(c, desc, []string{target}, links), nil
+	return with(map[string]string{"member": member(i), "direction": dir})(cut(ctx, t, desc, hosts, links))
 }
 
-// apiStore cuts a member's API server from the store while its raft member
-// stays in the cluster. The API server and the raft member share the host
-// cp-i, and the API reaches the store in-process: a follower's store serves
-// the API's reads and writes by forwarding them to the leader over the
-// forward port. So the fault cuts, port by port, the flows from cp-i to every
-// other member's forward port, and leaves the raft port open: the member's
-// replica keeps up (and its watches keep flowing from it), while every read
-// and write sent to its API stalls and fails. It picks a follower; should the
-// member become leader during the fault, its API reaches its own store again,
-// as an API server co-located with the etcd leader would.
+// apiStore cuts a member's API server from the store while its store member
+// stays in the cluster: the target says which links carry that traffic
+// (target.APIStore). On the embedded cluster the API server and the raft
+// member share the host cp-i and the API reaches the store in-process: a
+// follower's store serves the API's reads and writes by forwarding them to
+// the leader over the forward port, so the links are the flows from cp-i to
+// every other member's forward port, and the raft port stays open: the
+// member's replica keeps up (and its watches keep flowing from it), while
+// every read and write sent to its API stalls and fails. It picks a
+// follower; should the member become leader during the fault, its API
+// reaches its own store again, as an API server co-located with the etcd
+// leader would.
 type apiStore struct{}
 
 func (apiStore) Name() string { return "api-store" }
 func (apiStore) Describe() string {
 	return "cut one member's API server from the raft peers (its store forwarding) while its raft member keeps replicating"
 }
-func (apiStore) Available(c *cluster.Cluster) bool { return c.Members() > 1 }
-func (apiStore) Inject(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) (Injection, error) {
-	hosts := c.MemberHosts()
-	leader := c.LeaderIndex()
+func (apiStore) Needs() []target.Capability { return needsNetwork }
+func (apiStore) Available(t target.Target) bool {
+	_, ok := t.(target.APIStore)
+	return ok && canCutMembers(t, 2)
+}
+func (apiStore) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (Injection, error) {
+	as, ok := t.(target.APIStore)
+	if !ok {
+		return Injection{}, fmt.Errorf("api-store: %w", target.ErrUnsupported)
+	}
+	l := leader(ctx, t)
 	var followers []int
-	for i := range hosts {
-		if i != leader {
+	for i := range t.Members() {
+		if i != l {
 			followers = append(followers, i)
 		}
 	}
-	target := hosts[followers[rng.IntN(len(followers))]]
-	net := c.Network()
-	var cut []string
-	for _, h := range hosts {
-		if h == target {
-			continue
+	i := followers[rng.IntN(len(followers))]
+	links := as.APIStoreLinks(i)
+	var from, to []string
+	for _, k := range links {
+		if !slices.Contains(from, k.From) {
+			from = append(from, k.From)
 		}
-		addr := h + ":" + cluster.ForwardPort
-		if err := net.CutPort(target, addr); err != nil {
+		dst := k.To
+		if k.Port != "" {
+			dst += ":" + k.Port
+		}
+		to = append(to, dst)
+	}
+	desc := fmt.Sprintf("cut the API of %s from the store (to %s)", strings.Join(from, ","), strings.Join(to, ","))
+	return with(map[string]string{"member": member(i)})(cut(ctx, t, desc, from, links))
+}
+
+// with sets the Params of a successful injection.
+func with(params map[string]string) func(Injection, error) (Injection, error) {
+	return func(inj Injection, err error) (Injection, error) {
+		if err != nil {
 			return Injection{}, err
 		}
-		cut = append(cut, addr)
+		inj.Params = params
+		return inj, nil
 	}
-	return Injection{
-		Description: fmt.Sprintf("cut the API of %s from the store (forwarding to %s)", target, strings.Join(cut, ",")),
-		Targets:     []string{target},
-		Heal: func() error {
-			var err error
-			for _, addr := range cut {
-				if e := net.HealPort(target, addr); e != nil && err == nil {
-					err = e
-				}
-			}
-			return err
-		},
-	}, nil
+}
+
+// sides renders the two sides of a partition for Params.
+func sides(an string, a []string, bn string, b []string) map[string]string {
+	return map[string]string{an: strings.Join(a, ","), bn: strings.Join(b, ",")}
+}
+
+// between is every link from a host of from to a host of to.
+func between(from, to []string) []target.Link {
+	var out []target.Link
+	for _, x := range from {
+		for _, y := range to {
+			out = append(out, target.Link{From: x, To: y})
+		}
+	}
+	return out
 }
 
 // partitionHosts cuts every link between a and b both ways and returns the
 // injection that heals exactly those links.
-func partitionHosts(c *cluster.Cluster, desc string, a, b []string) Injection {
-	var links [][2]string
+func partitionHosts(ctx context.Context, t target.Target, desc string, a, b []string) (Injection, error) {
+	var links []target.Link
 	for _, x := range a {
 		for _, y := range b {
-			links = append(links, [2]string{x, y}, [2]string{y, x})
+			links = append(links, target.Link{From: x, To: y}, target.Link{From: y, To: x})
 		}
 	}
-	return cutLinks(c, desc, append(slices.Clone(a), b...), links)
+	return cut(ctx, t, desc, append(slices.Clone(a), b...), links)
 }
 
-// cutLinks cuts each one-way link (from, to) and returns the injection that
-// heals exactly those links.
-func cutLinks(c *cluster.Cluster, desc string, targets []string, links [][2]string) Injection {
-	net := c.Network()
-	for _, l := range links {
-		net.Cut(l[0], l[1])
+// cut cuts links through t's Networker and returns the injection that heals
+// exactly those links.
+func cut(ctx context.Context, t target.Target, desc string, targets []string, links []target.Link) (Injection, error) {
+	net, ok := t.(target.Networker)
+	if !ok {
+		return Injection{}, fmt.Errorf("%s: %w", desc, target.ErrUnsupported)
 	}
-	return Injection{
-		Description: desc,
-		Targets:     targets,
-		Heal: func() error {
-			for _, l := range links {
-				net.Heal(l[0], l[1])
-			}
-			return nil
-		},
+	heal, err := net.Cut(ctx, links)
+	if err != nil {
+		return Injection{}, fmt.Errorf("%s: %w", desc, err)
 	}
+	return Injection{Description: desc, Targets: targets, Links: links, Heal: heal}, nil
 }
 
 // shuffled returns a shuffled copy of s.
-func shuffled(s []string, rng *rand.Rand) []string {
+func shuffled[T any](s []T, rng *rand.Rand) []T {
 	s = slices.Clone(s)
 	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 	return s

@@ -108,7 +108,7 @@ func TestMemberShapes(t *testing.T) {
 						t.Errorf("cut degrees %v, want every member cut from its two non-neighbours", degrees(peers, c.MemberHosts()))
 					}
 				}})
-			} else if fault(t, "ring").Available(c) {
+			} else if fault(t, "ring").Available(cluster.AsTarget(c)) {
 				t.Error("ring claims to be available on three members, where it cuts nothing")
 			}
 			rng := seeded()

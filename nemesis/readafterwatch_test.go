@@ -81,7 +81,7 @@ func TestReadAfterWatch(t *testing.T) {
 				fs = append(slow, fs...)
 			}
 			for _, f := range fs {
-				inj, err := f.Inject(nemCtx, c, rng)
+				inj, err := f.Inject(nemCtx, cluster.AsTarget(c), rng)
 				if err != nil {
 					t.Logf("injecting %s: %v", f.Name(), err)
 					continue

@@ -9,14 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/target"
 )
 
 // Schedule injects faults drawn from Faults with a seeded generator: wait about
 // Interval, inject one fault, wait about Interval, heal it, repeat. Every
-// injection is recorded as an interval in the history. When ctx ends every
-// active fault is healed.
+// injection is recorded as an interval in the history, with what it did in
+// structured form (the links it cut, the components it acted on, its drawn
+// parameters) beside its description. When ctx ends every active fault is
+// healed.
 type Schedule struct {
 	Faults []Fault
 	// Interval is the mean time between nemesis operations (default 5 s); each
@@ -49,8 +51,9 @@ func (s *Schedule) Counts() map[string]int {
 	return out
 }
 
-// Run drives the schedule until ctx ends, then heals everything.
-func (s *Schedule) Run(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) error {
+// Run drives the schedule against t until ctx ends, then heals everything.
+// Faults not available on t are left out (and logged).
+func (s *Schedule) Run(ctx context.Context, t target.Target, rng *rand.Rand) error {
 	if s.Interval <= 0 {
 		s.Interval = 5 * time.Second
 	}
@@ -60,10 +63,10 @@ func (s *Schedule) Run(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) 
 	}
 	var avail []Fault
 	for _, f := range s.Faults {
-		if f.Available(c) {
+		if f.Available(t) {
 			avail = append(avail, f)
 		} else {
-			log.Info("fault not available on this topology", "fault", f.Name())
+			log.Info("fault not available on this target", "fault", f.Name(), "target", t.Kind(), "needs", f.Needs())
 		}
 	}
 	if len(avail) == 0 {
@@ -76,7 +79,7 @@ func (s *Schedule) Run(ctx context.Context, c *cluster.Cluster, rng *rand.Rand) 
 			break
 		}
 		f := avail[rng.IntN(len(avail))]
-		id, err := s.inject(ctx, c, f, rng, log)
+		id, err := s.inject(ctx, t, f, rng, log)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -95,8 +98,8 @@ func (s *Schedule) jitter(rng *rand.Rand) time.Duration {
 	return s.Interval/2 + time.Duration(rng.Int64N(int64(s.Interval)))
 }
 
-func (s *Schedule) inject(ctx context.Context, c *cluster.Cluster, f Fault, rng *rand.Rand, log *slog.Logger) (uint64, error) {
-	inj, err := f.Inject(ctx, c, rng)
+func (s *Schedule) inject(ctx context.Context, t target.Target, f Fault, rng *rand.Rand, log *slog.Logger) (uint64, error) {
+	inj, err := f.Inject(ctx, t, rng)
 	if err != nil {
 		log.Warn("injecting fault", "fault", f.Name(), "err", err)
 		return 0, fmt.Errorf("injecting %s: %w", f.Name(), err)
@@ -114,7 +117,8 @@ func (s *Schedule) inject(ctx context.Context, c *cluster.Cluster, f Fault, rng 
 	s.counts[f.Name()]++
 	s.mu.Unlock()
 	if s.Recorder != nil {
-		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Name: f.Name(), Description: inj.Description, Phase: history.PhaseStart, Targets: inj.Targets})
+		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Name: f.Name(), Description: inj.Description, Phase: history.PhaseStart,
+			Targets: inj.Targets, Links: inj.Links, Components: inj.Components, Params: inj.Params})
 	}
 	log.Info("fault injected", "fault", f.Name(), "what", inj.Description)
 	return id, nil

@@ -39,7 +39,7 @@ func TestScheduleComposesFaults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, c, rand.New(rand.NewPCG(5, 6))) }()
+	go func() { done <- s.Run(ctx, cluster.AsTarget(c), rand.New(rand.NewPCG(5, 6))) }()
 	eventually(t, "every fault injected", 60*time.Second, func() bool {
 		counts := s.Counts()
 		for _, n := range names {
