@@ -281,7 +281,7 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		}).WithTimeout(20 * time.Second).Should(Equal(corev1.PodRunning))
 		faults, err := nemesis.Lookup("partition-node")
 		Expect(err).NotTo(HaveOccurred())
-		inj, err := faults[0].Inject(ctx, c, rand.New(rand.NewPCG(1, 2)))
+		inj, err := faults[0].Inject(ctx, cluster.AsTarget(c), rand.New(rand.NewPCG(1, 2)))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(inj.Heal)
 		return cs

@@ -214,7 +214,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		nemErr = sched.Run(runCtx, c, nemesisRng)
+		nemErr = sched.Run(runCtx, cluster.AsTarget(c), nemesisRng)
 	}()
 	progressDone := make(chan struct{})
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)

@@ -23,7 +23,7 @@ func newListCmd() *cobra.Command {
 			printMap(out, specs.Workloads())
 			fmt.Fprintln(out, "\nNemeses:")
 			for _, f := range nemesis.All() {
-				fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())
+				fmt.Fprintf(out, "  %-20s %s (needs %s)\n", f.Name(), f.Describe(), strings.Trim(fmt.Sprint(f.Needs()), "[]"))
 			}
 			groups := nemesis.Groups()
 			var gnames []string
