@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,13 +106,24 @@ func (n *Network) cutScripts(links []target.Link, tag string) (map[string]string
 		}
 		seen[l] = true
 		comment := tag + " " + from.Name + ">" + to.Name
+		// A link narrowed to a port drops only the TCP traffic to that
+		// port of To (its replies then never come either).
+		port := ""
+		if l.Port != "" {
+			p, err := strconv.Atoi(l.Port)
+			if err != nil || p < 1 || p > 65535 {
+				return nil, fmt.Errorf("netns: cut %s: port %q is not a TCP port number", l, l.Port)
+			}
+			port = " tcp dport " + strconv.Itoa(p)
+			comment += ":" + l.Port
+		}
 		if len(comment) > maxComment {
 			comment = comment[:maxComment]
 		}
 		if to.Local() {
-			rules = append(rules, rule{"", "input", "ip saddr " + from.Addr.String() + " ip daddr " + to.Addr.String(), comment})
+			rules = append(rules, rule{"", "input", "ip saddr " + from.Addr.String() + " ip daddr " + to.Addr.String() + port, comment})
 		} else {
-			rules = append(rules, rule{to.Namespace, "input", "ip saddr " + from.Addr.String(), comment})
+			rules = append(rules, rule{to.Namespace, "input", "ip saddr " + from.Addr.String() + port, comment})
 		}
 	}
 	scripts := map[string]string{}

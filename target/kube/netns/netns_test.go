@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +383,34 @@ func assertNoAddr(t *testing.T, n *Network) {
 		if n.Subnet().Overlaps(p) {
 			t.Errorf("%s of the closed network's %s remains", p, n.Subnet())
 		}
+	}
+}
+
+// TestCutPort: a link narrowed to a port drops only TCP traffic to that
+// port; another port of the same host stays reachable, and a bad port is
+// refused before any rule is added.
+func TestCutPort(t *testing.T) {
+	t.Parallel()
+	n := newNet(t)
+	a, b := startAgent(t, n, "a"), startAgent(t, n, "b")
+	other := link(a, b)
+	other.Port = strconv.Itoa(agentPort + 1)
+	heal := cut(t, n, other)
+	connect(t, a, b)
+	heal()
+	l := link(a, b)
+	l.Port = strconv.Itoa(agentPort)
+	heal = cut(t, n, l)
+	noConnect(t, a, b)
+	connect(t, b, a)
+	heal()
+	connect(t, a, b)
+	bad := link(a, b)
+	bad.Port = "http"
+	if _, err := n.Cut(t.Context(), []target.Link{bad}); err == nil || !strings.Contains(err.Error(), "port") {
+		t.Fatalf("cut with port %q: %v, want an error naming the port", bad.Port, err)
+	}
+	if rules := mustRules(t, n); strings.Contains(rules, "podsafe cut") {
+		t.Fatalf("rules left:\n%s", rules)
 	}
 }
