@@ -70,7 +70,31 @@ func inject(t *testing.T, c *cluster.Cluster, name string, rng *rand.Rand) nemes
 		t.Fatalf("%s injected %+v: want a description, targets and a heal", name, inj)
 	}
 	t.Logf("%s: %s (targets %v)", name, inj.Description, inj.Targets)
+	checkLinksCut(t, c, inj)
 	return inj
+}
+
+// checkLinksCut checks that the links an injection reports are cut on c:
+// host links as simnet rules, port links as port rules.
+func checkLinksCut(t *testing.T, c *cluster.Cluster, inj nemesis.Injection) {
+	t.Helper()
+	hosts := map[string]bool{}
+	for _, r := range c.Network().Rules() {
+		if r.Cut {
+			hosts[r.From+"->"+r.To] = true
+		}
+	}
+	ports := map[string]bool{}
+	for _, r := range c.Network().PortRules() {
+		if r.Cut {
+			ports[r.From+"->"+r.To] = true
+		}
+	}
+	for _, l := range inj.Links {
+		if cut := hosts[l.String()] || (l.Port != "" && ports[l.String()]); !cut {
+			t.Errorf("%s reports link %s, which is not cut", inj.Description, l)
+		}
+	}
 }
 
 func heal(t *testing.T, inj nemesis.Injection) {

@@ -170,6 +170,16 @@ func TestScheduleRecordsIntervals(t *testing.T) {
 		if !iv.Healed {
 			t.Errorf("interval %+v was never healed", iv)
 		}
+		// Every partition records the links it cut, between members, and
+		// the member or sides it drew.
+		if len(iv.Links) == 0 || len(iv.Params) == 0 {
+			t.Errorf("interval %s (%s) records links %v, params %v", iv.Name, iv.Description, iv.Links, iv.Params)
+		}
+		for _, l := range iv.Links {
+			if !strings.HasPrefix(l.From, "cp-") || !strings.HasPrefix(l.To, "cp-") || (l.Port != "" && l.Port != cluster.ForwardPort) {
+				t.Errorf("interval %s records link %s, not between members", iv.Name, l)
+			}
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,7 @@ func TestScheduleComposesFaults(t *testing.T) {
 		if !iv.Healed {
 			t.Errorf("interval %+v was never healed", iv)
 		}
+		checkStructured(t, iv)
 	}
 	if diff := cmp.Diff(slices.Sorted(slices.Values(names)), slices.Sorted(maps.Keys(recorded))); diff != "" {
 		t.Errorf("recorded faults (-want +got):\n%s", diff)
@@ -126,4 +128,64 @@ func TestScheduleComposesFaults(t *testing.T) {
 		}
 		return ready == 2
 	})
+}
+
+// checkStructured checks the structured record of one interval of the
+// embedded cluster: what a fault of its kind cut or acted on.
+func checkStructured(t *testing.T, iv history.Interval) {
+	t.Helper()
+	switch iv.Name {
+	case "partition-node", "partition-storage":
+		node := iv.Params["node"]
+		if node == "" || len(iv.Links) == 0 {
+			t.Errorf("%s (%s): params %v, links %v; want the node and the links cut", iv.Name, iv.Description, iv.Params, iv.Links)
+		}
+		for _, l := range iv.Links {
+			if l.From != node && l.To != node {
+				t.Errorf("%s of %s records link %s", iv.Name, node, l)
+			}
+			if iv.Name == "partition-storage" && l.From != cluster.StorageHost && l.To != cluster.StorageHost {
+				t.Errorf("partition-storage records link %s, not to the storage", l)
+			}
+		}
+	case "api-store":
+		member := cluster.MemberHost(atoi(t, iv.Params["member"]))
+		if len(iv.Links) != 2 {
+			t.Errorf("api-store records links %v, want the member's two forwarding flows", iv.Links)
+		}
+		for _, l := range iv.Links {
+			if l.From != member || l.Port != cluster.ForwardPort {
+				t.Errorf("api-store of %s records link %s, want a flow from it to a forward port", member, l)
+			}
+		}
+	case "kill-member":
+		if want := cluster.MemberHost(atoi(t, iv.Params["member"])); !slices.Equal(iv.Components, []string{want}) {
+			t.Errorf("kill-member records components %v, params %v", iv.Components, iv.Params)
+		}
+	case "kill-kubelet", "pause-kubelet":
+		if want := cluster.KubeletComponent(iv.Params["node"]); !slices.Equal(iv.Components, []string{want}) {
+			t.Errorf("%s records components %v, params %v", iv.Name, iv.Components, iv.Params)
+		}
+	case "pause-controller":
+		if !slices.Equal(iv.Components, []string{cluster.ComponentControllerManager}) {
+			t.Errorf("pause-controller records components %v", iv.Components)
+		}
+	case "clock-skew", "clock-strobe":
+		if len(iv.Components) != 1 || iv.Params["offset"] == "" {
+			t.Errorf("%s records components %v, params %v", iv.Name, iv.Components, iv.Params)
+		}
+	case "lose-node":
+		if !slices.Equal(iv.Targets, []string{iv.Params["node"]}) || !slices.Equal(iv.Components, []string{cluster.KubeletComponent(iv.Params["node"])}) {
+			t.Errorf("lose-node records targets %v, components %v, params %v", iv.Targets, iv.Components, iv.Params)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	i, err := strconv.Atoi(s)
+	if err != nil {
+		t.Errorf("%q is not a member index", s)
+	}
+	return i
 }
