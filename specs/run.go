@@ -19,6 +19,7 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/checker"
@@ -27,6 +28,7 @@ import (
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/report"
+	"github.com/podsafe/podsafe/target"
 	"github.com/podsafe/podsafe/workload"
 )
 
@@ -136,6 +138,18 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	return out, runErr
 }
 
+// system is the system under test of one run, as the run drives it: a
+// target for the nemesis, the workload's clients and watchers, the clock
+// durations are measured on, and how to stop it.
+type system struct {
+	target   target.Target
+	clients  []kubernetes.Interface
+	watchers func() ([]workload.Watcher, error)
+	clock    clock.WithTicker
+	warnings []string
+	stop     func()
+}
+
 func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, log *slog.Logger, res *report.Results) error {
 	// One stream per consumer, each derived from the seed, so the nemesis and
 	// the workload draw independently and reproducibly.
@@ -145,6 +159,75 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	if err != nil {
 		return err
 	}
+	var sys *system
+	switch s.Target {
+	case TargetKube:
+		adaptToKube(w)
+		sys, err = startKubeSystem(ctx, s, rec, log, res.Dir)
+	default:
+		sys, err = startEmbedded(ctx, s, w, rec, log, res.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	defer sys.stop()
+	res.Warnings = append(res.Warnings, sys.warnings...)
+
+	faults, err := nemesis.Lookup(s.Nemesis...)
+	if err != nil {
+		return err
+	}
+	sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
+	stats := &workload.Stats{}
+	runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
+	defer stop()
+	var wg sync.WaitGroup
+	var nemErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nemErr = sched.Run(runCtx, sys.target, nemesisRng)
+	}()
+	progressDone := make(chan struct{})
+	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
+	if r, ok := w.(*workload.Register); ok {
+		r.Keys = s.Keys
+		if r.Watchers, err = sys.watchers(); err != nil {
+			return err
+		}
+	}
+	env := workload.Env{
+		Clients: sys.clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
+		Clock: sys.clock, TimeScale: s.TimeScale, Concurrency: len(sys.clients),
+		Zones: map[string]string{},
+	}
+	for _, n := range s.Topology.Nodes {
+		env.Nodes = append(env.Nodes, n.Name)
+		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
+	}
+	wlErr := w.Run(runCtx, env)
+	stop()
+	wg.Wait()
+	close(progressDone)
+	rec.Log("workload finished; all faults healed", nil)
+	time.Sleep(opts.SettleTime)
+	res.Ops = report.OpCounts{OK: stats.OK.Load(), Fail: stats.Fail.Load(), Unknown: stats.Unknown.Load()}
+	if nemErr != nil {
+		log.Warn("nemesis", "err", nemErr)
+		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
+	}
+	if len(faults) > 0 && sched.Injected() == 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no fault was injected: the time limit %s is too short for the nemesis interval %s, or no fault fits the target", s.Duration, s.NemesisInterval))
+	}
+	for _, w := range res.Warnings {
+		rec.Log("warning", map[string]string{"warning": w})
+	}
+	return wlErr
+}
+
+// startEmbedded starts podsafe's own control plane for s, with its store
+// events recorded and its planted bugs switched on.
+func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *history.Recorder, log *slog.Logger, dir string) (_ *system, err error) {
 	need := w.Needs()
 	cfg := cluster.Config{
 		Kubelets:        need.Kubelets,
@@ -166,91 +249,59 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		WrapTransport: rec.WrapTransport,
 	}
 	if s.Durable {
-		cfg.DataDir = filepath.Join(res.Dir, "data")
+		cfg.DataDir = filepath.Join(dir, "data")
 	}
 	c, err := cluster.New(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = c.Start(startCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("starting cluster: %w", err)
+		return nil, fmt.Errorf("starting cluster: %w", err)
 	}
-	defer c.Close()
+	var undo []func()
+	stop := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		c.Close()
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	rec.Log("cluster started", map[string]string{"members": fmt.Sprint(c.Members())})
 	for _, b := range s.Bugs {
 		if fp, ok := BugFailpoints[b]; ok {
 			if err := failpoint.Enable(fp, "return(true)"); err != nil {
-				return fmt.Errorf("planting bug %s: %w", b, err)
+				return nil, fmt.Errorf("planting bug %s: %w", b, err)
 			}
-			defer failpoint.Disable(fp) //nolint:errcheck // best effort at the end of the run
+			undo = append(undo, func() { failpoint.Disable(fp) }) //nolint:errcheck // best effort at the end of the run
 			rec.Log("planted bug switched on", map[string]string{"bug": b, "failpoint": fp})
 		}
 	}
 	evCtx, stopEvents := context.WithCancel(ctx)
 	evWG := recordStoreEvents(evCtx, c, rec, storeSources(s.Workload))
-	defer func() { stopEvents(); evWG.Wait() }()
+	undo = append(undo, func() { stopEvents(); evWG.Wait() })
 
-	faults, err := nemesis.Lookup(s.Nemesis...)
-	if err != nil {
-		return err
-	}
-	sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
 	clients := make([]kubernetes.Interface, s.Concurrency)
 	for i := range clients {
 		rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(i), Member: i % c.Members()})
 		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
 		if clients[i], err = kubernetes.NewForConfig(rc); err != nil {
-			return fmt.Errorf("building client %d: %w", i, err)
+			return nil, fmt.Errorf("building client %d: %w", i, err)
 		}
 	}
-	stats := &workload.Stats{}
-	runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
-	defer stop()
-	var wg sync.WaitGroup
-	var nemErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		nemErr = sched.Run(runCtx, cluster.AsTarget(c), nemesisRng)
-	}()
-	progressDone := make(chan struct{})
-	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
-	if r, ok := w.(*workload.Register); ok {
-		r.Keys = s.Keys
-		if r.Watchers, err = registerWatchers(c, rec, len(clients)); err != nil {
-			return err
-		}
-	}
-	env := workload.Env{
-		Clients: clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
-		Clock: c.Clock(), TimeScale: s.TimeScale, Concurrency: len(clients),
-		Zones: map[string]string{},
-	}
-	for _, n := range s.Topology.Nodes {
-		env.Nodes = append(env.Nodes, n.Name)
-		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
-	}
-	wlErr := w.Run(runCtx, env)
-	stop()
-	wg.Wait()
-	close(progressDone)
-	rec.Log("workload finished; all faults healed", nil)
-	time.Sleep(opts.SettleTime)
-	res.Ops = report.OpCounts{OK: stats.OK.Load(), Fail: stats.Fail.Load(), Unknown: stats.Unknown.Load()}
-	if nemErr != nil {
-		log.Warn("nemesis", "err", nemErr)
-		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
-	}
-	if len(faults) > 0 && sched.Injected() == 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("no fault was injected: the time limit %s is too short for the nemesis interval %s, or no fault fits the topology", s.Duration, s.NemesisInterval))
-	}
-	for _, w := range res.Warnings {
-		rec.Log("warning", map[string]string{"warning": w})
-	}
-	return wlErr
+	return &system{
+		target:   cluster.AsTarget(c),
+		clients:  clients,
+		watchers: func() ([]workload.Watcher, error) { return registerWatchers(c, rec, len(clients)) },
+		clock:    c.Clock(),
+		stop:     stop,
+	}, nil
 }
 
 // registerWatchers builds the register workload's watchers: one per

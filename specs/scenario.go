@@ -14,6 +14,8 @@ import (
 
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/target/kube"
+	"github.com/podsafe/podsafe/target/kube/binaries"
 	"github.com/podsafe/podsafe/workload"
 )
 
@@ -68,8 +70,36 @@ type Scenario struct {
 	// bug zoo's controller bugs need it, since the API would refuse their
 	// force deletions.
 	BypassAuthority bool `json:"bypassAuthority,omitempty"`
+	// Target is the system under test: TargetEmbedded (default, podsafe's
+	// own control plane in process) or TargetKube (a real control plane
+	// of OS processes; see Kube).
+	Target string `json:"target,omitempty"`
+	// Kube configures the kube target (Target "kube"); Topology.Members is
+	// its number of etcd members.
+	Kube *KubeScenario `json:"kube,omitempty"`
 
 	_ struct{}
+}
+
+// Targets of Scenario.Target.
+const (
+	TargetEmbedded = "embedded"
+	TargetKube     = "kube"
+)
+
+// KubeScenario is the kube target's part of a scenario.
+type KubeScenario struct {
+	// Version is the Kubernetes release (default: the one matching
+	// podsafe's client-go); its binaries must be built (make
+	// kube-binaries); Etcd is the etcd release the build used.
+	Version string `json:"version,omitempty"`
+	Etcd    string `json:"etcd,omitempty"`
+	// APIServers is the number of kube-apiservers (1 to 3, default 1).
+	APIServers int `json:"apiservers,omitempty"`
+	// Network is "auto" (default), "namespaces" or "loopback".
+	Network string `json:"network,omitempty"`
+	// Timings are the shortened component timings the run used.
+	Timings kube.Timings `json:"timings"`
 }
 
 // Defaults fills zero fields with the defaults of `podsafe test`.
@@ -97,6 +127,33 @@ func (s *Scenario) Defaults() {
 	}
 	if s.Duration == 0 {
 		s.Duration = Duration(30 * time.Second)
+	}
+	if s.Target == "" {
+		s.Target = TargetEmbedded
+	}
+	if s.Target == TargetKube {
+		if s.Kube == nil {
+			s.Kube = &KubeScenario{}
+		}
+		if s.Kube.APIServers == 0 {
+			s.Kube.APIServers = 1
+		}
+		if s.Kube.Network == "" {
+			s.Kube.Network = kube.NetworkAuto
+		}
+		if s.Kube.Version == "" {
+			s.Kube.Version = binaries.DefaultKubernetesVersion
+		}
+		if s.Kube.Etcd == "" && s.Kube.Version == binaries.DefaultKubernetesVersion {
+			s.Kube.Etcd = binaries.DefaultEtcdVersion
+		}
+		if s.Kube.Timings == (kube.Timings{}) {
+			s.Kube.Timings = kube.DefaultTimings()
+		}
+		// Real components run in real time.
+		if s.TimeScale == 0 {
+			s.TimeScale = 1
+		}
 	}
 	if s.TimeScale == 0 {
 		// The store alone runs in real time; a workload with kubelets and
@@ -143,6 +200,30 @@ func (s *Scenario) Validate() error {
 	}
 	if s.TimeScale < 1 {
 		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
+	}
+	switch s.Target {
+	case "", TargetEmbedded:
+		if s.Kube != nil {
+			return fmt.Errorf("%w: kube settings given for the embedded target (--target kube?)", ErrInvalidScenario)
+		}
+	case TargetKube:
+		if s.TimeScale != 1 {
+			return fmt.Errorf("%w: the kube target runs real components at time scale 1, got --time-scale %g", ErrInvalidScenario, s.TimeScale)
+		}
+		if len(s.Bugs) > 0 {
+			return fmt.Errorf("%w: planted bugs are in podsafe's own control plane; the kube target runs upstream's (drop --bug)", ErrInvalidScenario)
+		}
+		if s.BypassAuthority {
+			return fmt.Errorf("%w: bypassAuthority applies to podsafe's own API servers only", ErrInvalidScenario)
+		}
+		if m := s.Topology.Members; m != 1 && m != 3 && m != 5 {
+			return fmt.Errorf("%w: the kube target runs 1, 3 or 5 etcd members, got --members %d", ErrInvalidScenario, m)
+		}
+		if a := s.Kube.APIServers; a < 1 || a > 3 {
+			return fmt.Errorf("%w: the kube target runs 1 to 3 kube-apiservers, got --apiservers %d", ErrInvalidScenario, a)
+		}
+	default:
+		return fmt.Errorf("%w: target %q: choose embedded or kube", ErrInvalidScenario, s.Target)
 	}
 	for _, a := range s.FenceAgents {
 		if !slices.Contains(cluster.FenceAgentNames, a) {

@@ -28,8 +28,14 @@ func init() {
 // pets:list, and pets:create-namespace once at the start.
 type Pets struct {
 	SetKnobs
-	// Script is the pets' container script (default "write=1s").
+	// Script is the pets' container script (default "write=1s", or
+	// nothing with NoVolumes).
 	Script string
+	// NoVolumes leaves out the claim template: the pets have no RWO
+	// volume and write nothing (a cluster whose volumes podsafe's kubelets
+	// cannot attach, such as the kube target today, runs them so; the
+	// storage checker then has nothing to judge).
+	NoVolumes bool
 
 	_ struct{}
 }
@@ -49,7 +55,7 @@ func (w *Pets) Needs() Needs {
 
 func (w *Pets) defaults() {
 	w.SetKnobs.defaults(w.Name())
-	if w.Script == "" {
+	if w.Script == "" && !w.NoVolumes {
 		w.Script = "write=1s"
 	}
 }
@@ -79,6 +85,10 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 	}
 	ann := map[string]string{}
 	setScript(ann, "app", w.Script)
+	var claims []corev1.PersistentVolumeClaim
+	if !w.NoVolumes {
+		claims = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.StatefulSetSpec{
@@ -92,7 +102,7 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 					Containers:                    []corev1.Container{simContainer("app")},
 				},
 			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+			VolumeClaimTemplates: claims,
 		},
 	}
 }

@@ -36,6 +36,8 @@ type testFlags struct {
 	fencing         bool
 	fenceAgents     []string
 	bypassAuthority bool
+	target          string
+	kube            kubeFlags
 }
 
 func newTestCmd() *cobra.Command {
@@ -48,10 +50,11 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	f := &testFlags{}
 	cmd := &cobra.Command{
 		Use:   "test",
-		Short: "run a workload under a nemesis on the embedded cluster and check the history",
+		Short: "run a workload under a nemesis on the embedded cluster (or a real one: --target kube) and check the history",
 		Example: `  podsafe test --workload register --nemesis partition --time-limit 30s
   podsafe test --workload register --nemesis isolate-leader --seed 42 --concurrency 8
-  podsafe test --scenario my-scenario.yaml`,
+  podsafe test --scenario my-scenario.yaml
+  podsafe test --target kube --workload pets --nemesis partition-node,kill --time-limit 5m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTest(cmd, f) },
 	}
@@ -75,6 +78,8 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
+	fl.StringVar(&f.target, "target", specs.TargetEmbedded, "system under test: embedded (podsafe's own control plane, in process) or kube (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager processes; --members is etcd members; make kube-binaries first)")
+	f.kube.add(cmd)
 	return cmd, f
 }
 
@@ -147,6 +152,25 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("bypass-authority") {
 		s.BypassAuthority = f.bypassAuthority
+	}
+	if set("target") {
+		s.Target = f.target
+	}
+	if s.Target == specs.TargetKube {
+		if s.Kube == nil {
+			s.Kube = &specs.KubeScenario{}
+		}
+		if set("kube-version") {
+			s.Kube.Version = f.kube.version
+		}
+		if set("apiservers") {
+			s.Kube.APIServers = f.kube.apiServers
+		}
+		if set("network") {
+			s.Kube.Network = f.kube.network
+		}
+	} else if cmd.Flags().Changed("kube-version") || cmd.Flags().Changed("apiservers") || cmd.Flags().Changed("network") {
+		return s, fmt.Errorf("--kube-version, --apiservers and --network are for --target kube")
 	}
 	return s, nil
 }
@@ -280,6 +304,15 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	if s.BypassAuthority {
 		args = append(args, "--bypass-authority")
+	}
+	if s.Target == specs.TargetKube && s.Kube != nil {
+		args = append(args, "--target", "kube", "--apiservers", fmt.Sprint(s.Kube.APIServers))
+		if s.Kube.Version != "" {
+			args = append(args, "--kube-version", s.Kube.Version)
+		}
+		if s.Kube.Network != "" && s.Kube.Network != "auto" {
+			args = append(args, "--network", s.Kube.Network)
+		}
 	}
 	return strings.Join(args, " ") + storeFlag(store)
 }

@@ -405,7 +405,8 @@ func (c *Cluster) RESTConfig(user, host string, prefer int) (*rest.Config, error
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.lay.pki.CAPEM},
 		Dial:            dial,
 		QPS:             -1,
-		Timeout:         30 * time.Second,
+		// No client timeout: it would end watches; requests are bounded by
+		// their contexts.
 	}, nil
 }
 
@@ -492,3 +493,6 @@ func (c *Cluster) Close() error {
 	}
 	return nil
 }
+
+// Timings are the component timings the cluster runs with.
+func (c *Cluster) Timings() Timings { return c.cfg.Timings }

@@ -1,0 +1,195 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/target/kube"
+	"github.com/podsafe/podsafe/target/kube/binaries"
+	"github.com/podsafe/podsafe/target/kube/record"
+	"github.com/podsafe/podsafe/workload"
+)
+
+// storeResourceGVRs are the API resources behind StoreEventResources and
+// the register workload's leases, for following them through a real API.
+var storeResourceGVRs = map[string]schema.GroupVersionResource{
+	"pods":                              {Version: "v1", Resource: "pods"},
+	"nodes":                             {Version: "v1", Resource: "nodes"},
+	"volumeattachments.storage.k8s.io":  {Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"},
+	"poddisruptionbudgets.policy":       {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+	"priorityclasses.scheduling.k8s.io": {Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
+	"statefulsets.apps":                 {Group: "apps", Version: "v1", Resource: "statefulsets"},
+	"replicasets.apps":                  {Group: "apps", Version: "v1", Resource: "replicasets"},
+	workload.LeaseResource:              {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+}
+
+// startKubeSystem builds and starts the kube target of s, its kubelets
+// (their ledger and API calls going to rec), the store-event followers
+// and the audit-log tailer, and the workload's clients. Its stop ends the
+// followers and the tailer (draining the audit logs into the history) and
+// stops the cluster.
+func startKubeSystem(ctx context.Context, s Scenario, rec *history.Recorder, log *slog.Logger, dir string) (_ *system, err error) {
+	bins, err := binaries.Cached(binaries.Options{Versions: binaries.Versions{Kubernetes: s.Kube.Version, Etcd: s.Kube.Etcd}})
+	if err != nil {
+		return nil, err
+	}
+	c, err := kube.New(kube.Config{
+		Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: s.Topology.Members, APIServers: s.Kube.APIServers,
+		Network: s.Kube.Network, Timings: s.Kube.Timings, Logger: log.With("component", "kube"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	var names []string
+	var specs []kube.NodeSpec
+	for _, n := range s.Topology.Nodes {
+		names = append(names, n.Name)
+		specs = append(specs, kube.NodeSpec{Name: n.Name, Labels: n.Labels, Taints: n.Taints})
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := c.Start(startCtx, names); err != nil {
+		return nil, fmt.Errorf("starting the kube target: %w", err)
+	}
+	rec.Log("kube target started", map[string]string{
+		"kubernetes": bins.Versions.Kubernetes, "etcd": bins.Versions.Etcd, "network": c.NetworkMode(),
+		"etcd_members": fmt.Sprint(s.Topology.Members), "apiservers": fmt.Sprint(s.Kube.APIServers),
+		"timings": fmt.Sprintf("%+v", c.Timings()), "dir": c.Dir(),
+	})
+	var warnings []string
+	if why := c.NetworkFaultsUnavailable(); why != "" {
+		warnings = append(warnings, "network faults unavailable on the kube target: "+why)
+	}
+
+	// The record starts before anything under test writes: follow the
+	// store through the API as admin (whose calls are not API-call lines),
+	// and tail the audit logs for the real components' calls.
+	ids := record.NewIdentityMap()
+	ids.AddOwn(kube.AdminUser, apiserver.IdentityAdmin)
+	ids.AddOwn(kube.WorkloadUser, apiserver.IdentityWorkload)
+	ids.AddOwn(kube.FencingUser, apiserver.IdentityFencingController)
+	for _, n := range names {
+		ids.AddOwn(kube.NodeUser(n), apiserver.KubeletIdentity(n))
+	}
+	recCtx, stopRecording := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	stopRec := func() { stopRecording(); wg.Wait() }
+	for _, src := range storeSources(s.Workload) {
+		gvr, ok := storeResourceGVRs[src.resource]
+		if !ok {
+			stopRec()
+			return nil, fmt.Errorf("no API resource known for store resource %s", src.resource)
+		}
+		rc, err := c.RESTConfig(kube.AdminUser, "", 0)
+		if err != nil {
+			stopRec()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := record.FollowResource(recCtx, rc, gvr, src.namespace, rec, record.FollowOptions{}); err != nil && recCtx.Err() == nil {
+				log.Warn("store events", "resource", src.resource, "err", err)
+			}
+		}()
+	}
+	tailer := &record.AuditTailer{Rec: rec, Identities: ids, Paths: c.AuditLogs()}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := tailer.Run(recCtx); err != nil {
+			log.Warn("audit log", "err", err)
+		}
+	}()
+
+	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport}); err != nil {
+		stopRec()
+		return nil, fmt.Errorf("starting podsafe's kubelets on the kube target: %w", err)
+	}
+	clientFor := func(i int) (kubernetes.Interface, error) {
+		rc, err := c.RESTConfig(kube.WorkloadUser, "", i)
+		if err != nil {
+			return nil, err
+		}
+		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+		return kubernetes.NewForConfig(rc)
+	}
+	clients := make([]kubernetes.Interface, s.Concurrency)
+	for i := range clients {
+		if clients[i], err = clientFor(i); err != nil {
+			stopRec()
+			return nil, fmt.Errorf("building client %d: %w", i, err)
+		}
+	}
+	// The register workload's watchers: one per API server, each reading
+	// what it is delivered through the next API server.
+	watchers := func() ([]workload.Watcher, error) {
+		out := make([]workload.Watcher, s.Kube.APIServers)
+		for m := range out {
+			var cs [2]kubernetes.Interface
+			for j := range cs {
+				if cs[j], err = clientFor(m + j); err != nil {
+					return nil, fmt.Errorf("building the clients of watcher %d: %w", m, err)
+				}
+			}
+			out[m] = workload.Watcher{Name: fmt.Sprintf("watch-a%d", m), Client: cs[0], Reader: cs[1]}
+		}
+		return out, nil
+	}
+	return &system{
+		target: c, clients: clients, watchers: watchers, clock: clock.RealClock{}, warnings: warnings,
+		stop: func() {
+			// The kubelets and the control plane stop first, so the
+			// followers and the audit tailer record everything up to the
+			// end before they drain.
+			c.Close()
+			stopRec()
+		},
+	}, nil
+}
+
+// kubeInterval is the mean time between two operations of the kube
+// target's workloads. Their defaults are in the cluster's scaled time (10 s,
+// a fifth of a second of wall time at the embedded cluster's scale 50); at
+// the kube target's scale 1 that would be one operation per 10 s.
+const kubeInterval = 2 * time.Second
+
+// adaptToKube sets what a workload must do differently on the kube target:
+// a pace for real time, and pets without RWO volumes (podsafe's kubelets
+// attach volumes through podsafe's own attachments, which the real
+// attach/detach controller does not make).
+func adaptToKube(w workload.Workload) {
+	pace := func(d *time.Duration) {
+		if *d == 0 {
+			*d = kubeInterval
+		}
+	}
+	switch w := w.(type) {
+	case *workload.Pets:
+		w.NoVolumes = true
+		pace(&w.Interval)
+	case *workload.Replicas:
+		pace(&w.Interval)
+	case *workload.Priority:
+		pace(&w.Interval)
+	case *workload.Spread:
+		pace(&w.Interval)
+	case *workload.Lifecycle:
+		pace(&w.Interval)
+	}
+}
