@@ -125,11 +125,19 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 	if err := checkNamespace(ri, m); err != nil {
 		return nil, nil, err
 	}
+	out, err := s.createObject(ctx, ri, obj, m)
+	return out, warnings, err
+}
+
+// createObject defaults, authorizes, admits, validates and stores obj, a
+// new object of ri's resource whose metadata is m.
+func (s *Server) createObject(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) (runtime.Object, error) {
 	prepareCreate(ri.res, obj)
 	if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: ri.res.gr,
 		Namespace: ri.namespace, Name: m.GetName(), Object: obj}); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	var err error
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		err = s.admitPodPriority(ctx, o)
@@ -137,7 +145,7 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 		err = s.admitPriorityClass(ctx, o)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	generate := m.GetName() == "" && m.GetGenerateName() != ""
 	for attempt := 0; ; attempt++ {
@@ -145,11 +153,11 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 			m.SetName(s.generateName(m.GetGenerateName()))
 		}
 		if err := validateCreate(ri.res, obj); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		data, err := ri.res.encodeForStore(obj)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		key := raftstore.Key{Resource: ri.res.storeKey, Namespace: ri.namespace, Name: m.GetName()}
 		created, err := s.store.Create(ctx, key, data)
@@ -157,10 +165,10 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 			continue
 		}
 		if err != nil {
-			return nil, nil, storeError(err, ri.res.gr, m.GetName())
+			return nil, storeError(err, ri.res.gr, m.GetName())
 		}
 		out, err := ri.res.decodeStored(created.Data)
-		return out, warnings, err
+		return out, err
 	}
 }
 
@@ -191,18 +199,46 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 		writeError(w, err)
 		return
 	}
-	out, err := s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
-		if userRV != 0 && userRV != curRV {
-			return nil, conflict(ri.res.gr, ri.name)
+	code := http.StatusOK
+	var out runtime.Object
+	for attempt := 0; ; attempt++ {
+		out, err = s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
+			if userRV != 0 && userRV != curRV {
+				return nil, conflict(ri.res.gr, ri.name)
+			}
+			return s.prepareUpdate(ctx, ri, VerbUpdate, cur, obj.DeepCopyObject())
+		})
+		if !apierrors.IsNotFound(err) || !ri.res.createOnUpdate || ri.subresource != "" || attempt >= s.cfg.MaxConflictRetries {
+			break
 		}
-		return s.prepareUpdate(ctx, ri, VerbUpdate, cur, obj.DeepCopyObject())
-	})
+		// Upstream creates it, whatever resourceVersion the client sent
+		// (the version names an object that is gone); should another
+		// writer create it first, the update is tried again.
+		fresh := obj.DeepCopyObject()
+		fm, _ := metaOf(fresh)
+		if err = checkNamespace(ri, fm); err != nil || fm.GetName() != ri.name {
+			if err == nil {
+				err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", fm.GetName(), ri.name))
+			}
+			break
+		}
+		// createObject clears the system metadata (resourceVersion, uid,
+		// timestamps) as kube-apiserver's create-through-update does.
+		out, err = s.createObject(ctx, ri, fresh, fm)
+		if err == nil {
+			code = http.StatusCreated
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeWarnings(w, warnings)
-	writeObject(w, http.StatusOK, ri.res, out)
+	writeObject(w, code, ri.res, out)
 }
 
 // prepareUpdate turns a client's version of an object (from PUT or a patch)

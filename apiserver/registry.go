@@ -39,6 +39,10 @@ type resourceSpec struct {
 	// resetStatusOnCreate clears the status of created objects, as the
 	// owning controller (or kubelet) reports it through /status.
 	resetStatusOnCreate bool
+	// createOnUpdate: a PUT of an object that does not exist creates it,
+	// whatever resourceVersion it carries, as kube-apiserver's strategies
+	// with AllowCreateOnUpdate do (leases, events and others).
+	createOnUpdate bool
 }
 
 // resourceTable is every resource the server serves.
@@ -53,13 +57,13 @@ var resourceTable = []resourceSpec{
 	{group: "", version: "v1", resource: "namespaces", kind: "Namespace", shortNames: []string{"ns"},
 		subresources: []string{subStatus}, fields: namespaceFields, fieldNames: []string{"status.phase"}},
 	{group: "", version: "v1", resource: "events", kind: "Event", namespaced: true, shortNames: []string{"ev"},
-		fields: coreEventFields, fieldNames: []string{"involvedObject.kind", "involvedObject.namespace",
+		createOnUpdate: true, fields: coreEventFields, fieldNames: []string{"involvedObject.kind", "involvedObject.namespace",
 			"involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
 			"involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}},
 	{group: "", version: "v1", resource: "services", kind: "Service", namespaced: true, shortNames: []string{"svc"},
 		subresources: []string{subStatus}, resetStatusOnCreate: true,
 		fields: serviceFields, fieldNames: []string{"spec.clusterIP", "spec.type"}},
-	{group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true},
+	{group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true, createOnUpdate: true},
 	{group: "scheduling.k8s.io", version: "v1", resource: "priorityclasses", kind: "PriorityClass", shortNames: []string{"pc"}},
 	{group: "policy", version: "v1", resource: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true,
 		shortNames: []string{"pdb"}, subresources: []string{subStatus}, resetStatusOnCreate: true},
@@ -71,7 +75,7 @@ var resourceTable = []resourceSpec{
 	{group: "storage.k8s.io", version: "v1", resource: "volumeattachments", kind: "VolumeAttachment",
 		subresources: []string{subStatus}, resetStatusOnCreate: true},
 	{group: "events.k8s.io", version: "v1", resource: "events", kind: "Event", namespaced: true, shortNames: []string{"ev"},
-		fields: eventsV1Fields, fieldNames: []string{"regarding.kind", "regarding.namespace", "regarding.name",
+		createOnUpdate: true, fields: eventsV1Fields, fieldNames: []string{"regarding.kind", "regarding.namespace", "regarding.name",
 			"regarding.uid", "reason", "reportingController", "type"}},
 }
 

@@ -5,6 +5,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podsafe/podsafe/history"
@@ -41,7 +44,10 @@ const RegisterNamespace = "podsafe-register"
 // Each key is a coordination.k8s.io Lease whose spec.holderIdentity holds the
 // value; every write writes a value no other write uses, so a resourceVersion
 // and the value read with it name the same write and compare-and-swap on
-// resourceVersion is compare-and-swap on the value. Reads and writes record
+// resourceVersion is compare-and-swap on the value. The cas is a merge patch
+// conditional on the resourceVersion, never a PUT: a PUT of a Lease that is
+// gone creates it again (kube-apiserver allows create on update for Leases).
+// Reads and writes record
 // the resourceVersion they returned (history.Op.RV); a list records its items.
 // Watchers (see Watcher) keep watches of the namespace open meanwhile.
 type Register struct {
@@ -113,6 +119,12 @@ func (w *Register) RunClients(ctx context.Context, clients []kubernetes.Interfac
 	w.defaults()
 	if len(clients) == 0 {
 		return errors.New("register workload: no clients")
+	}
+	// The registers' namespace must exist where the API enforces it (a
+	// real kube-apiserver does); creating it is not one of the operations
+	// the registers are judged on.
+	if err := ensureNamespace(ctx, clients[0], w.Namespace); err != nil {
+		return fmt.Errorf("register workload: %w", err)
 	}
 	var (
 		wg      sync.WaitGroup
@@ -300,7 +312,11 @@ func (p *registerProc) cas(ctx context.Context, key string, sv seenValue) {
 	op.Expect = sv.value
 	p.rec.Invoke(op)
 	octx, cancel := context.WithTimeout(ctx, p.w.OpTimeout)
-	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Update(octx, lease(p.w.Namespace, key, op.Value, sv.rv), metav1.UpdateOptions{})
+	// A merge patch carrying the expected resourceVersion: the API applies
+	// it only over that version and never creates the key. A PUT would not
+	// do: kube-apiserver creates a Lease that a PUT finds absent, whatever
+	// resourceVersion it carries (AllowCreateOnUpdate).
+	l, err := p.cs.CoordinationV1().Leases(p.w.Namespace).Patch(octx, key, types.MergePatchType, casPatch(op.Value, sv.rv), metav1.PatchOptions{})
 	cancel()
 	delete(p.seen, key)
 	if err == nil {
@@ -328,9 +344,37 @@ func lease(ns, name, value, rv string) *coordinationv1.Lease {
 	}
 }
 
+// casPatch is the merge patch of a cas: the new holder, on condition of
+// resourceVersion rv.
+func casPatch(value, rv string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"metadata": map[string]string{"resourceVersion": rv},
+		"spec":     map[string]string{"holderIdentity": value},
+	})
+	return b
+}
+
 func holder(l *coordinationv1.Lease) string {
 	if l.Spec.HolderIdentity == nil {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+// ensureNamespace creates namespace ns unless it exists, retrying while
+// ctx lasts (a fault may be cutting the client off).
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := cs.CoreV1().Namespaces().Create(rctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		cancel()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
