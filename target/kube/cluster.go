@@ -38,6 +38,7 @@ import (
 
 	"github.com/podsafe/podsafe/target"
 	"github.com/podsafe/podsafe/target/kube/netns"
+	"github.com/podsafe/podsafe/target/kube/record"
 )
 
 // NodeSpec is one of podsafe's nodes on the cluster.
@@ -130,7 +131,7 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 		return err
 	}
 	lay.policy = filepath.Join(c.cfg.Dir, "audit-policy.yaml")
-	if err := os.WriteFile(lay.policy, auditPolicy(), 0o644); err != nil {
+	if err := os.WriteFile(lay.policy, record.AuditPolicy(), 0o644); err != nil {
 		return fmt.Errorf("writing the audit policy: %w", err)
 	}
 	for i := range c.cfg.APIServers {
