@@ -149,7 +149,7 @@ var (
 	// ErrNotPaused: Resume found the component running, not paused.
 	ErrNotPaused = errors.New("component not paused")
 	// ErrPoweredOff: Restart of a component on a node that is powered off
-	// (see Power); only powering the node on brings it back.
+	// (see PowerSwitch); only powering the node on brings it back.
 	ErrPoweredOff = errors.New("node powered off")
 	// ErrNoLeader: Leader found no store leader.
 	ErrNoLeader = errors.New("no store leader")
