@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle
+.PHONY: help build test unit lint vet fmt bench run chaos chaos-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -19,8 +19,10 @@ help: ## list the targets
 build: ## build bin/podsafe
 	$(GO) build -o $(BIN) ./cmd/podsafe
 
-test: lint ## the full test suite (package tests, specs, then the failpoint build), under 15 minutes
-	$(GO) test $(TESTFLAGS) $(PKGS)
+test: lint kube-binaries ## the full test suite (package tests, specs with the kube smoke, then the failpoint build), under 15 minutes once the kube binaries are cached
+	@# PODSAFE_KUBE=1: the kube target's tests fail, rather than skip, when
+	@# its binaries are missing.
+	PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(PKGS)
 	@# The read-after-watch program at full size (10,000 objects) needs the
 	@# speed of a build without the race detector.
 	$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/
@@ -100,6 +102,17 @@ kube-binaries: ## build or reuse the real Kubernetes and etcd binaries (cached b
 CHAOS_TIME ?= 2m
 chaos: ## the chaos matrix (every workload under every kind of fault), CHAOS_TIME per cell
 	PODSAFE_CHAOS_TIME=$(CHAOS_TIME) $(GO) test -count=1 -timeout 0 ./specs/ -run TestSpecs -ginkgo.label-filter=chaos -ginkgo.v
+
+# The kube target's chaos: every workload on a real control plane (3 etcd
+# members, 2 API servers) under its real faults, KUBE_CHAOS_TIME each.
+KUBE_CHAOS_TIME     ?= 3m
+KUBE_CHAOS_NEMESIS  ?= partition,node-partition,kill,pause
+KUBE_CHAOS_WORKLOADS ?= register pets replicas priority spread lifecycle
+.PHONY: chaos-kube
+chaos-kube: kube-binaries build ## every workload on the kube target (real processes, real faults), KUBE_CHAOS_TIME each
+	@set -e; for w in $(KUBE_CHAOS_WORKLOADS); do \
+	  ./$(BIN) test --target kube --members 3 --apiservers 2 --workload $$w --nemesis $(KUBE_CHAOS_NEMESIS) --time-limit $(KUBE_CHAOS_TIME) --store store; \
+	done
 
 clean:
 	rm -rf bin

@@ -55,6 +55,10 @@ func startKubeSystem(ctx context.Context, s Scenario, rec *history.Recorder, log
 			c.Close()
 		}
 	}()
+	c.OnExit = func(component string, exitErr error, restartIn time.Duration) {
+		rec.Log("component exited by itself; restarting it", map[string]string{
+			"component": component, "exit": fmt.Sprint(exitErr), "restart_in": restartIn.String()})
+	}
 	var names []string
 	var specs []kube.NodeSpec
 	for _, n := range s.Topology.Nodes {

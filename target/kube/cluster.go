@@ -63,6 +63,14 @@ type Cluster struct {
 	comps []target.Component
 	hosts map[string]netip.Addr // every host's address
 	kl    *kubelets
+
+	exitsInRow map[string]int
+	lastExit   map[string]time.Time
+
+	// OnExit, when set before Start, is told when a control-plane process
+	// exits by itself (not killed by a fault): its name, how it exited and
+	// when it will be started again.
+	OnExit func(component string, err error, restartIn time.Duration)
 }
 
 // New prepares a cluster; Start runs it.
@@ -70,7 +78,8 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	return &Cluster{cfg: cfg, log: cfg.Logger, procs: map[string]*proc{}, hosts: map[string]netip.Addr{}}, nil
+	return &Cluster{cfg: cfg, log: cfg.Logger, procs: map[string]*proc{}, hosts: map[string]netip.Addr{},
+		exitsInRow: map[string]int{}, lastExit: map[string]time.Time{}}, nil
 }
 
 // NetworkMode is NetworkNamespaces or NetworkLoopback once started.
@@ -258,11 +267,39 @@ func (c *Cluster) startProc(name, path string, args []string) error {
 		name: name, host: name, path: path, args: args,
 		logPath: filepath.Join(c.cfg.Dir, "logs", name+".log"),
 		command: c.net.command,
+		onExit:  c.restartAfterExit,
 	}
 	c.mu.Lock()
 	c.procs[name] = p
 	c.mu.Unlock()
 	return p.start()
+}
+
+// restartAfterExit starts a process again after it exited by itself, as
+// the kubelet restarts a control-plane static pod: after a back-off that
+// doubles with each exit in a row (1 s up to 10 s; a process that ran a
+// minute starts the count again). A process killed or stopped by podsafe
+// is not restarted here.
+func (c *Cluster) restartAfterExit(p *proc, err error) {
+	c.mu.Lock()
+	now := time.Now()
+	if now.Sub(c.lastExit[p.name]) > time.Minute {
+		c.exitsInRow[p.name] = 0
+	}
+	c.exitsInRow[p.name]++
+	c.lastExit[p.name] = now
+	backoff := min(time.Second<<min(c.exitsInRow[p.name]-1, 4), 10*time.Second)
+	onExit := c.OnExit
+	c.mu.Unlock()
+	c.log.Warn("component exited; restarting it", "component", p.name, "err", err, "after", backoff)
+	if onExit != nil {
+		onExit(p.name, err, backoff)
+	}
+	time.AfterFunc(backoff, func() {
+		if err := p.start(); err != nil && !errors.Is(err, target.ErrRunning) {
+			c.log.Warn("restarting a component", "component", p.name, "err", err)
+		}
+	})
 }
 
 // waitReady polls ready until it succeeds, the process exits, or ctx ends.

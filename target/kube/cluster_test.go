@@ -202,6 +202,22 @@ func TestKubeTarget(t *testing.T) {
 		})
 	})
 
+	t.Run("restart-after-exit", func(t *testing.T) {
+		// A component that dies by itself (not by a fault) is started
+		// again, as the kubelet restarts a static pod.
+		name := controllerManagerName(0)
+		pid := c.Pid(name)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+" restarted", func() error {
+			if p := c.Pid(name); p == 0 || p == pid {
+				return fmt.Errorf("pid %d (was %d)", p, pid)
+			}
+			return nil
+		})
+	})
+
 	t.Run("partition-node", func(t *testing.T) {
 		if !c.Can(target.Network, "") {
 			t.Skip(c.NetworkFaultsUnavailable())

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podsafe/podsafe/kubelet"
+	"github.com/podsafe/podsafe/target"
 )
 
 // KubeletOptions are what podsafe's kubelets on the cluster share.
@@ -214,6 +215,6 @@ func (c *Cluster) stopKubelets() {
 // Errors of kubelet control.
 var (
 	ErrNoNode      = errors.New("no such node on the cluster")
-	ErrKubeletUp   = errors.New("kubelet is already running")
-	ErrKubeletDown = errors.New("kubelet is not running")
+	ErrKubeletUp   = fmt.Errorf("kubelet: %w", target.ErrRunning)
+	ErrKubeletDown = fmt.Errorf("kubelet: %w", target.ErrNotRunning)
 )

@@ -2,13 +2,14 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/podsafe/podsafe/target"
 )
 
 // proc is one control-plane process: a binary with its arguments, run on a
@@ -22,23 +23,32 @@ type proc struct {
 	logPath    string
 	command    func(ctx context.Context, host, path string, args ...string) (*exec.Cmd, error)
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the current process has exited
-	exitErr error
-	paused  bool
-	starts  int
-}
+	// onExit, when set, is told of every exit the harness did not cause
+	// (kill and stop cause theirs) and decides whether to start the
+	// process again: a control-plane component that exits by itself (a
+	// kube-scheduler that lost its leader election exits by design) is
+	// restarted, as the kubelet restarts a static pod.
+	onExit func(p *proc, err error)
 
-// errNotRunning: the process is not running.
-var errNotRunning = errors.New("not running")
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the current process has exited
+	exitErr  error
+	paused   bool
+	starts   int
+	expected bool // the current process is being killed or stopped
+	closed   bool // stop ran: never start again
+}
 
 // start starts the process. It fails if it is already running.
 func (p *proc) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("%s: the cluster is closed", p.name)
+	}
 	if p.cmd != nil {
-		return fmt.Errorf("%s is already running (pid %d)", p.name, p.cmd.Process.Pid)
+		return fmt.Errorf("%s (pid %d): %w", p.name, p.cmd.Process.Pid, target.ErrRunning)
 	}
 	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -64,19 +74,25 @@ func (p *proc) start() error {
 		logFile.Close()
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
-	p.cmd, p.paused = cmd, false
+	p.cmd, p.paused, p.expected = cmd, false, false
 	p.starts++
 	done := make(chan struct{})
 	p.done = done
 	go func() {
 		err := cmd.Wait()
+		fmt.Fprintf(logFile, "\n==== podsafe: %s exited (%v) at %s ====\n", p.name, err, time.Now().UTC().Format(time.RFC3339Nano))
 		logFile.Close()
 		p.mu.Lock()
+		unexpected := false
 		if p.cmd == cmd {
+			unexpected = !p.expected && !p.closed
 			p.cmd, p.exitErr, p.paused = nil, err, false
 		}
 		p.mu.Unlock()
 		close(done)
+		if unexpected && p.onExit != nil {
+			p.onExit(p, err)
+		}
 	}()
 	return nil
 }
@@ -93,7 +109,7 @@ func (p *proc) signal(sig syscall.Signal) (<-chan struct{}, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
-		return nil, fmt.Errorf("%s: %w", p.name, errNotRunning)
+		return nil, fmt.Errorf("%s: %w", p.name, target.ErrNotRunning)
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		return nil, fmt.Errorf("signalling %s with %s: %w", p.name, sig, err)
@@ -107,8 +123,23 @@ func (p *proc) signal(sig syscall.Signal) (<-chan struct{}, error) {
 	return p.done, nil
 }
 
+// resume continues a paused process.
+func (p *proc) resume() error {
+	p.mu.Lock()
+	paused := p.paused
+	p.mu.Unlock()
+	if !paused {
+		return fmt.Errorf("%s: %w", p.name, target.ErrNotPaused)
+	}
+	_, err := p.signal(syscall.SIGCONT)
+	return err
+}
+
 // kill sends SIGKILL and waits until the process is gone.
 func (p *proc) kill(ctx context.Context) error {
+	p.mu.Lock()
+	p.expected = true
+	p.mu.Unlock()
 	done, err := p.signal(syscall.SIGKILL)
 	if err != nil {
 		return err
@@ -126,6 +157,7 @@ func (p *proc) kill(ctx context.Context) error {
 func (p *proc) stop(grace time.Duration) {
 	p.mu.Lock()
 	paused := p.paused
+	p.expected, p.closed = true, true
 	p.mu.Unlock()
 	if paused {
 		p.signal(syscall.SIGCONT) //nolint:errcheck // it may have just exited

@@ -213,8 +213,7 @@ func (c *Cluster) Resume(_ context.Context, component string) error {
 	if !ok {
 		return fmt.Errorf("resume %s: %w", component, target.ErrUnsupported)
 	}
-	_, err := p.signal(syscall.SIGCONT)
-	return err
+	return p.resume()
 }
 
 // Paused reports whether a process is stopped by Pause.
