@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -10,15 +11,31 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/target/kube"
 )
 
 func newListCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		targetName     string
+		members, nodes int
+		apiServers     int
+		network        string
+	)
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "list the workloads, nemeses, checkers and planted bugs",
-		Args:  cobra.NoArgs,
+		Example: `  podsafe list
+  podsafe list --target kube --members 3 --apiservers 2`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			switch targetName {
+			case "embedded":
+			case "kube":
+				return listKube(out, members, apiServers, nodes, network)
+			default:
+				return &exitError{code: exitUsage, err: fmt.Errorf("--target %q: choose embedded or kube", targetName)}
+			}
 			fmt.Fprintln(out, "Workloads:")
 			printMap(out, specs.Workloads())
 			fmt.Fprintln(out, "\nNemeses:")
@@ -60,6 +77,61 @@ func newListCmd() *cobra.Command {
 			return nil
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&targetName, "target", "embedded", "embedded, or kube: which faults the kube target offers, and why the others are not")
+	fl.IntVar(&members, "members", 3, "kube target: etcd members")
+	fl.IntVar(&apiServers, "apiservers", 1, "kube target: kube-apiservers")
+	fl.IntVar(&nodes, "nodes", 3, "kube target: podsafe's nodes")
+	fl.StringVar(&network, "network", kube.NetworkAuto, "kube target: auto, namespaces or loopback")
+	return cmd
+}
+
+// kubeMissing says why faults that need a component the kube target lacks
+// are not offered there.
+var kubeMissing = map[string]string{
+	"kill-fencing":      "podsafe's fencing controller does not run on the kube target yet",
+	"partition-storage": "no shared storage server on the kube target (pets run there without RWO volumes)",
+	"pause-kubelet":     "podsafe's kubelets run inside the harness: only control-plane processes can be stopped with SIGSTOP",
+	"ring":              "needs 5 etcd members (--members 5)",
+}
+
+// listKube prints every fault with whether the kube target of that shape
+// offers it here, and why not.
+func listKube(out io.Writer, members, apiServers, nodes int, network string) error {
+	var names []string
+	for i := range nodes {
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	c, err := kube.Plan(kube.Config{Etcd: members, APIServers: apiServers, Network: network}, names)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	fmt.Fprintf(out, "Nemeses on the kube target (%d etcd, %d kube-apiserver, %d nodes, network %s):\n", members, apiServers, nodes, c.NetworkMode())
+	var off []string
+	for _, f := range nemesis.All() {
+		if f.Available(c) {
+			fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())
+			continue
+		}
+		why, ok := kubeMissing[f.Name()]
+		if !ok {
+			why = "not with this shape (more etcd members or nodes needed)"
+		}
+		for _, need := range f.Needs() {
+			if r := c.Unavailable(need); r != "" {
+				why = r
+				break
+			}
+		}
+		off = append(off, fmt.Sprintf("  %-20s %s", f.Name(), why))
+	}
+	if len(off) > 0 {
+		fmt.Fprintln(out, "\nNot available there:")
+		for _, l := range off {
+			fmt.Fprintln(out, l)
+		}
+	}
+	return nil
 }
 
 func printMap(out interface{ Write([]byte) (int, error) }, m map[string]string) {

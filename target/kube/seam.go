@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/podsafe/podsafe/target"
+	"github.com/podsafe/podsafe/target/kube/netns"
 )
 
 // A Cluster is a target: its control-plane processes can be killed,
@@ -257,4 +260,92 @@ func (c *Cluster) APIStoreLinks(member int) []target.Link {
 			target.Link{From: etcdName(i), To: apiServerName(member)})
 	}
 	return out
+}
+
+// planNet is the network of a planned cluster: nothing is created; it only
+// says whether links could be cut.
+type planNet struct{ canCutLinks bool }
+
+func (p planNet) addHost(context.Context, string) (netip.Addr, error)  { return netip.Addr{}, nil }
+func (p planNet) addLocal(context.Context, string) (netip.Addr, error) { return netip.Addr{}, nil }
+func (p planNet) command(context.Context, string, string, ...string) (*exec.Cmd, error) {
+	return nil, fmt.Errorf("a planned cluster runs nothing")
+}
+func (p planNet) cut(context.Context, []target.Link) (func() error, error) {
+	return nil, fmt.Errorf("a planned cluster cuts nothing")
+}
+func (p planNet) canCut() bool                 { return p.canCutLinks }
+func (p planNet) rules(context.Context) string { return "" }
+func (p planNet) close() error                 { return nil }
+
+// Plan returns the cluster cfg would start, with nodes, without starting
+// anything: its components and what can be done to them, for `podsafe
+// list --target kube`. Only Kind, Components, Can and Members are
+// meaningful on it.
+func Plan(cfg Config, nodes []string) (*Cluster, error) {
+	if cfg.Binaries.Etcd == "" {
+		// The plan needs no binaries.
+		cfg.Binaries.Etcd, cfg.Binaries.KubeAPIServer = "etcd", "kube-apiserver"
+		cfg.Binaries.KubeScheduler, cfg.Binaries.KubeControllerManager = "kube-scheduler", "kube-controller-manager"
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = "(planned)"
+	}
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mode := c.cfg.Network
+	if mode == NetworkAuto {
+		mode = NetworkNamespaces
+		if err := netns.Check(); err != nil {
+			mode, c.why = NetworkLoopback, err.Error()
+		}
+	}
+	if mode == NetworkLoopback && c.why == "" {
+		c.why = "network faults need network namespaces (--network namespaces, as root)"
+	}
+	c.mode = mode
+	c.net = planNet{canCutLinks: mode == NetworkNamespaces}
+	c.lay = &layout{}
+	for i := range c.cfg.Etcd {
+		c.comps = append(c.comps, target.Component{Name: etcdName(i), Role: target.RoleStore, Host: etcdName(i), Member: i})
+		c.lay.etcd = append(c.lay.etcd, netip.Addr{})
+	}
+	for i := range c.cfg.APIServers {
+		c.comps = append(c.comps, target.Component{Name: apiServerName(i), Role: target.RoleAPIServer, Host: apiServerName(i), Member: c.memberOf(i)})
+		c.lay.api = append(c.lay.api, netip.Addr{})
+	}
+	for i := range c.cfg.APIServers {
+		c.comps = append(c.comps,
+			target.Component{Name: schedulerName(i), Role: target.RoleScheduler, Host: schedulerName(i), Member: c.memberOf(i)},
+			target.Component{Name: controllerManagerName(i), Role: target.RoleController, Host: controllerManagerName(i), Member: c.memberOf(i)})
+	}
+	for _, n := range nodes {
+		c.comps = append(c.comps, target.Component{Name: KubeletComponent(n), Role: target.RoleKubelet, Host: NodeHost(n), Member: -1, Node: n})
+	}
+	return c, nil
+}
+
+// Unavailable says, in one line, why the kube target cannot do capability
+// ("" when it can).
+func (c *Cluster) Unavailable(capability target.Capability) string {
+	if c.Can(capability, "") {
+		return ""
+	}
+	switch capability {
+	case target.Network:
+		return c.why
+	case target.Clock:
+		return "real Go binaries read the kernel's clock: podsafe cannot move one process's clock, and will not fake it"
+	case target.SlowApply:
+		return "etcd applies on its own: podsafe cannot slow one member's state machine"
+	case target.Power:
+		return "no power switch or storage fence for podsafe's nodes on this target yet"
+	case target.Failpoint:
+		return "failpoints live in podsafe's own control plane, not in upstream's binaries"
+	case target.Pause:
+		return "podsafe's kubelets run inside the harness: only control-plane processes can be stopped with SIGSTOP"
+	}
+	return "not supported on the kube target"
 }

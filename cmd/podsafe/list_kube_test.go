@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestListKube: `podsafe list --target kube` offers the faults the kube
+// target can inject and says, in one line each, why the others are not
+// offered: clocks of real binaries are not faked, and without network
+// namespaces no link can be cut.
+func TestListKube(t *testing.T) {
+	out, code := run(context.Background(), "list", "--target", "kube", "--members", "3", "--network", "loopback")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	offered, missing, ok := strings.Cut(out, "Not available there:")
+	if !ok {
+		t.Fatalf("no list of unavailable faults:\n%s", out)
+	}
+	for _, f := range []string{"kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "pause-scheduler"} {
+		if !strings.Contains(offered, "  "+f+" ") {
+			t.Errorf("%s not offered on the kube target:\n%s", f, out)
+		}
+	}
+	for f, why := range map[string]string{
+		"clock-skew":     "will not fake it",
+		"isolate-leader": "network namespaces",
+		"partition-node": "network namespaces",
+		"slow-leader":    "etcd applies on its own",
+		"failpoint":      "podsafe's own control plane",
+	} {
+		line := ""
+		for _, l := range strings.Split(missing, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), f+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, why) {
+			t.Errorf("%s: %q, want it unavailable because %q", f, line, why)
+		}
+	}
+	if _, code := run(context.Background(), "list", "--target", "cloud"); code != exitUsage {
+		t.Errorf("list --target cloud: exit %d, want %d", code, exitUsage)
+	}
+}
