@@ -234,11 +234,16 @@ func (apiStore) Inject(ctx context.Context, t target.Target, rng *rand.Rand) (In
 		return Injection{}, fmt.Errorf("api-store: %w", target.ErrUnsupported)
 	}
 	l := leader(ctx, t)
+	// A follower whose API server reaches the store over the network (a
+	// member may have no API server of its own).
 	var followers []int
 	for i := range t.Members() {
-		if i != l {
+		if i != l && len(as.APIStoreLinks(i)) > 0 {
 			followers = append(followers, i)
 		}
+	}
+	if len(followers) == 0 {
+		return Injection{}, fmt.Errorf("api-store: no follower's API server reaches the store over links that can be cut")
 	}
 	i := followers[rng.IntN(len(followers))]
 	links := as.APIStoreLinks(i)

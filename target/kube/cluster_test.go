@@ -218,6 +218,35 @@ func TestKubeTarget(t *testing.T) {
 		})
 	})
 
+	t.Run("api-store", func(t *testing.T) {
+		if !c.Can(target.Network, "") {
+			t.Skip(c.NetworkFaultsUnavailable())
+		}
+		heal, err := c.Cut(ctx, c.APIStoreLinks(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The API server is up, but no write reaches etcd.
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, werr := cs.CoreV1().ConfigMaps("default").Create(wctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cut"}}, metav1.CreateOptions{})
+		cancel()
+		if werr == nil {
+			t.Error("a write went through an API server cut from etcd")
+		}
+		for i := range c.lay.etcd {
+			if err := etcdHealthy(ctx, c.lay.etcd[i]); err != nil {
+				t.Errorf("etcd-%d unhealthy while only its API client was cut: %v", i, err)
+			}
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "a write after the heal", func() error {
+			_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "healed"}}, metav1.CreateOptions{})
+			return err
+		})
+	})
+
 	t.Run("partition-node", func(t *testing.T) {
 		if !c.Can(target.Network, "") {
 			t.Skip(c.NetworkFaultsUnavailable())

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -245,19 +246,17 @@ func (c *Cluster) Rules(ctx context.Context) string {
 var _ target.APIStore = (*Cluster)(nil)
 
 // APIStoreLinks are the links from API server member's host to every etcd
-// member's, both ways: cutting them leaves the API server up and serving
+// member's client port: cutting them leaves the API server up and serving
 // from its watch cache, with no store behind it, while etcd keeps its
-// quorum. An API server reaches etcd only on the client port, so whole
-// hosts are cut.
+// quorum. Dropping what the API server sends is enough: no request reaches
+// etcd, so no answer comes back. A member without an API server has none.
 func (c *Cluster) APIStoreLinks(member int) []target.Link {
 	if c.lay == nil || member < 0 || member >= len(c.lay.api) {
 		return nil
 	}
 	var out []target.Link
 	for i := range c.lay.etcd {
-		out = append(out,
-			target.Link{From: apiServerName(member), To: etcdName(i)},
-			target.Link{From: etcdName(i), To: apiServerName(member)})
+		out = append(out, target.Link{From: apiServerName(member), To: etcdName(i), Port: strconv.Itoa(EtcdClientPort)})
 	}
 	return out
 }
