@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/controller"
 	"github.com/podsafe/podsafe/fencing"
+	"github.com/podsafe/podsafe/internal/runset"
 )
 
 // ControllerHost is the network host all controllers run on, as the
@@ -61,25 +61,13 @@ var (
 	ErrUnknownController = errors.New("unknown controller")
 )
 
-// controllerRun is one running controller.
-type controllerRun struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+// controllerSets holds each cluster's running controllers; kept here
+// rather than in Cluster so the controllers' wiring stays in this file.
+var controllerSets sync.Map // *Cluster -> *runset.Set
 
-// controllerSet is the running controllers of one cluster.
-type controllerSet struct {
-	mu      sync.Mutex
-	running map[string]*controllerRun
-}
-
-// controllerSets holds each cluster's controllers; kept here rather than in
-// Cluster so the controllers' wiring stays in this file.
-var controllerSets sync.Map // *Cluster -> *controllerSet
-
-func (c *Cluster) controllerSet() *controllerSet {
-	v, _ := controllerSets.LoadOrStore(c, &controllerSet{running: map[string]*controllerRun{}})
-	return v.(*controllerSet)
+func (c *Cluster) controllerSet() *runset.Set {
+	v, _ := controllerSets.LoadOrStore(c, &runset.Set{})
+	return v.(*runset.Set)
 }
 
 // runner is what every controller offers.
@@ -148,63 +136,35 @@ func (c *Cluster) StartController(name string) error {
 	if err != nil {
 		return fmt.Errorf("building controller %s: %w", name, err)
 	}
-	set := c.controllerSet()
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	if set.running[name] != nil {
-		return fmt.Errorf("controller %s: %w", name, ErrControllerRunning)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &controllerRun{cancel: cancel, done: make(chan struct{})}
-	set.running[name] = run
-	go func() {
-		defer close(run.done)
+	err = c.controllerSet().Start(name, func(ctx context.Context) {
 		if err := r.Run(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("controller stopped", "controller", name, "err", err)
 		}
-	}()
-	return nil
+	})
+	if errors.Is(err, runset.ErrRunning) {
+		return fmt.Errorf("controller %s: %w", name, ErrControllerRunning)
+	}
+	return err
 }
 
 // StopController stops the named controller as a crash would: whatever it
 // was doing is abandoned. It waits until the controller has stopped.
 func (c *Cluster) StopController(name string) error {
-	set := c.controllerSet()
-	set.mu.Lock()
-	run := set.running[name]
-	delete(set.running, name)
-	set.mu.Unlock()
-	if run == nil {
+	err := c.controllerSet().Stop(name, 10*time.Second)
+	if errors.Is(err, runset.ErrNotRunning) {
 		return fmt.Errorf("controller %s: %w", name, ErrControllerStopped)
 	}
-	run.cancel()
-	select {
-	case <-run.done:
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("stopping controller %s: %w", name, context.DeadlineExceeded)
-	}
-	return nil
+	return err
 }
 
 // ControllerRunning reports whether the named controller runs.
 func (c *Cluster) ControllerRunning(name string) bool {
-	set := c.controllerSet()
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	return set.running[name] != nil
+	return c.controllerSet().Running(name)
 }
 
 // RunningControllers lists the running controllers, sorted.
 func (c *Cluster) RunningControllers() []string {
-	set := c.controllerSet()
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	var names []string
-	for n := range set.running {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return c.controllerSet().Names()
 }
 
 // stopControllersOnClose stops every running controller.

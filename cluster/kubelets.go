@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/kubelet"
 )
 
@@ -46,21 +47,15 @@ func (o KubeletOptions) apply(cfg *kubelet.Config) {
 type kubeletSet struct {
 	mu       sync.Mutex
 	runtimes map[string]*kubelet.SimRuntime
-	running  map[string]*runningKubelet
+	running  runset.Set
 	powerOff map[string]bool // nodes powered off (fence.go)
-}
-
-type runningKubelet struct {
-	k      *kubelet.Kubelet
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 func (c *Cluster) kubeletSet() *kubeletSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.kubelets == nil {
-		c.kubelets = &kubeletSet{runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}, powerOff: map[string]bool{}}
+		c.kubelets = &kubeletSet{runtimes: map[string]*kubelet.SimRuntime{}, powerOff: map[string]bool{}}
 	}
 	return c.kubelets
 }
@@ -129,43 +124,29 @@ func (c *Cluster) StartKubelet(node string) error {
 	if ks.powerOff[node] {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrPoweredOff)
 	}
-	if ks.running[node] != nil {
-		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rk := &runningKubelet{k: k, cancel: cancel, done: make(chan struct{})}
-	ks.running[node] = rk
-	go func() {
-		defer close(rk.done)
+	err = ks.running.Start(node, func(ctx context.Context) {
 		if err := k.Run(ctx); err != nil {
 			c.log.Warn("kubelet ended", "node", node, "err", err)
 		}
-	}()
-	return nil
+	})
+	if errors.Is(err, runset.ErrRunning) {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
+	}
+	return err
 }
 
 // StopKubelet stops node's kubelet as a crash would: its containers keep
 // running in the node's runtime. It waits until the kubelet has stopped.
 func (c *Cluster) StopKubelet(node string) error {
-	ks := c.kubeletSet()
-	ks.mu.Lock()
-	rk := ks.running[node]
-	delete(ks.running, node)
-	ks.mu.Unlock()
-	if rk == nil {
+	if err := c.kubeletSet().running.Stop(node, 0); errors.Is(err, runset.ErrNotRunning) {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletDown)
 	}
-	rk.cancel()
-	<-rk.done
 	return nil
 }
 
 // KubeletRunning reports whether node's kubelet is running.
 func (c *Cluster) KubeletRunning(node string) bool {
-	ks := c.kubeletSet()
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return ks.running[node] != nil
+	return c.kubeletSet().running.Running(node)
 }
 
 // startKubelets starts a kubelet per topology node and waits until every
@@ -211,17 +192,10 @@ func (c *Cluster) stopKubelets() {
 	if ks == nil {
 		return
 	}
+	ks.running.StopAll()
 	ks.mu.Lock()
-	running := ks.running
-	ks.running = map[string]*runningKubelet{}
 	runtimes := ks.runtimes
 	ks.mu.Unlock()
-	for _, rk := range running {
-		rk.cancel()
-	}
-	for _, rk := range running {
-		<-rk.done
-	}
 	for _, rt := range runtimes {
 		rt.Close()
 	}

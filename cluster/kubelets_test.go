@@ -44,12 +44,17 @@ func scriptedPod(name, node string, grace int64, scripts map[string]string, cont
 	return p
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+// waitFor polls cond until it holds. expected is how long that usually
+// takes; it is not a deadline, since a loaded machine only takes longer:
+// the wait ends, failing, only when the test binary's own deadline is
+// near (go test -timeout), so that the failure names what was awaited.
+func waitFor(t *testing.T, what string, expected time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline, bounded := t.Deadline()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		if bounded && time.Until(deadline) < 10*time.Second {
+			t.Fatalf("gave up waiting for %s after %s (usually within %s): the test binary's deadline is near", what, time.Since(start).Round(time.Second), expected)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

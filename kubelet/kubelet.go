@@ -47,6 +47,9 @@ const (
 	DefaultNodeStatusEvery = 60 * time.Second
 	DefaultOrphanGrace     = 2 * time.Second
 	DefaultRequestTimeout  = 10 * time.Second
+	// DefaultVersion is the kubelet version podsafe's nodes report unless
+	// told otherwise: the Kubernetes release its client-go matches.
+	DefaultVersion = "v1.37.2"
 )
 
 // Config configures one kubelet. Zero values mean defaults.
@@ -96,6 +99,10 @@ type Config struct {
 	// all: on a cluster with the Node authorizer a node may get the
 	// attachments of its pods' volumes but not list them.
 	GetVolumeAttachments bool
+	// Version is the kubelet version the node reports
+	// (status.nodeInfo.kubeletVersion; default DefaultVersion). On a real
+	// control plane it is the control plane's, so version-skew rules hold.
+	Version string
 
 	_ struct{}
 }
@@ -137,6 +144,9 @@ func (c *Config) setDefaults() {
 		if *d == 0 {
 			*d = v
 		}
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
 	}
 	def(&c.LeaseDuration, DefaultLeaseDuration)
 	def(&c.LeaseRenew, DefaultLeaseRenew)

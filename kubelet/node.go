@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,10 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 	node.Status.Capacity = maps.Clone(k.cfg.Capacity)
 	node.Status.Allocatable = maps.Clone(k.cfg.Capacity)
 	node.Status.Phase = corev1.NodeRunning
+	node.Status.NodeInfo.KubeletVersion = k.cfg.Version
+	node.Status.NodeInfo.OperatingSystem = "linux"
+	node.Status.NodeInfo.Architecture = runtime.GOARCH
+	node.Status.NodeInfo.ContainerRuntimeVersion = "podsafe-sim://1"
 	if _, err := nodes.UpdateStatus(rctx, node, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("posting status of node %s: %w", k.cfg.NodeName, err)
 	}

@@ -144,6 +144,15 @@ func TestKubeTarget(t *testing.T) {
 			return err
 		})
 		waitReadyReplicas(ctx, t, cs, 2)
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			if v := n.Status.NodeInfo.KubeletVersion; v != c.cfg.Binaries.Versions.Kubernetes {
+				t.Errorf("node %s reports kubelet %q, want the control plane's %s", n.Name, v, c.cfg.Binaries.Versions.Kubernetes)
+			}
+		}
 		for _, pod := range []string{"pet-0", "pet-1"} {
 			if n := l.starts(pod); n != 1 {
 				t.Errorf("%s started %d times in the ledger, want 1", pod, n)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/target"
 )
@@ -33,12 +34,7 @@ type kubelets struct {
 	opts     KubeletOptions
 	specs    map[string]NodeSpec
 	runtimes map[string]*kubelet.SimRuntime
-	running  map[string]*runningKubelet
-}
-
-type runningKubelet struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	running  runset.Set
 }
 
 // kubeletIdentity is the podsafe identity of node's kubelet, as the
@@ -50,7 +46,7 @@ func kubeletIdentity(node string) string { return "kubelet:" + node }
 func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts KubeletOptions) error {
 	c.mu.Lock()
 	if c.kl == nil {
-		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{}, running: map[string]*runningKubelet{}}
+		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{}}
 	}
 	kl := c.kl
 	c.mu.Unlock()
@@ -111,12 +107,11 @@ func (c *Cluster) StartKubelet(node string) error {
 	kl.mu.Lock()
 	spec, ok := kl.specs[node]
 	rt := kl.runtimes[node]
-	up := kl.running[node] != nil
 	kl.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
 	}
-	if up {
+	if kl.running.Running(node) {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
 	}
 	rc, err := c.RESTConfig(NodeUser(node), NodeHost(node), len(spec.Name))
@@ -136,22 +131,21 @@ func (c *Cluster) StartKubelet(node string) error {
 		LeaseRenew: t.KubeletLeaseRenew.D(), LeaseDuration: t.KubeletLeaseDuration.D(), NodeStatusEvery: t.KubeletStatusEvery.D(),
 		Logger:               c.log.With("component", "kubelet", "node", node),
 		GetVolumeAttachments: true,
+		// The control plane's own version: the nodes are as new as it.
+		Version: c.cfg.Binaries.Versions.Kubernetes,
 	})
 	if err != nil {
 		return fmt.Errorf("building the kubelet of %s: %w", node, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rk := &runningKubelet{cancel: cancel, done: make(chan struct{})}
-	kl.mu.Lock()
-	kl.running[node] = rk
-	kl.mu.Unlock()
-	go func() {
-		defer close(rk.done)
+	err = kl.running.Start(node, func(ctx context.Context) {
 		if err := k.Run(ctx); err != nil {
 			c.log.Warn("kubelet ended", "node", node, "err", err)
 		}
-	}()
-	return nil
+	})
+	if errors.Is(err, runset.ErrRunning) {
+		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
+	}
+	return err
 }
 
 // StopKubelet stops node's kubelet as a crash would: its containers keep
@@ -163,15 +157,9 @@ func (c *Cluster) StopKubelet(node string) error {
 	if kl == nil {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
 	}
-	kl.mu.Lock()
-	rk := kl.running[node]
-	delete(kl.running, node)
-	kl.mu.Unlock()
-	if rk == nil {
+	if err := kl.running.Stop(node, 0); errors.Is(err, runset.ErrNotRunning) {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletDown)
 	}
-	rk.cancel()
-	<-rk.done
 	return nil
 }
 
@@ -183,9 +171,7 @@ func (c *Cluster) KubeletRunning(node string) bool {
 	if kl == nil {
 		return false
 	}
-	kl.mu.Lock()
-	defer kl.mu.Unlock()
-	return kl.running[node] != nil
+	return kl.running.Running(node)
 }
 
 // stopKubelets stops every kubelet and runtime.
@@ -197,16 +183,10 @@ func (c *Cluster) stopKubelets() {
 	if kl == nil {
 		return
 	}
+	kl.running.StopAll()
 	kl.mu.Lock()
-	running, runtimes := kl.running, kl.runtimes
-	kl.running = map[string]*runningKubelet{}
+	runtimes := kl.runtimes
 	kl.mu.Unlock()
-	for _, rk := range running {
-		rk.cancel()
-	}
-	for _, rk := range running {
-		<-rk.done
-	}
 	for _, rt := range runtimes {
 		rt.Close()
 	}

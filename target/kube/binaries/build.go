@@ -109,6 +109,14 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "podsafe", "kube"), nil
 }
 
+// cacheDir is opts.CacheDir, or DefaultCacheDir() when empty.
+func (opts Options) cacheDir() (string, error) {
+	if opts.CacheDir != "" {
+		return opts.CacheDir, nil
+	}
+	return DefaultCacheDir()
+}
+
 // Build returns the binaries of opts.Versions, building them first unless a
 // complete build of those versions is in the cache. A cold build compiles
 // about 1,000 CPU-seconds and needs about 3.5 GB of memory; a cached one
@@ -123,13 +131,9 @@ func Build(ctx context.Context, opts Options) (Paths, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	cacheDir := opts.CacheDir
-	if cacheDir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return Paths{}, err
-		}
-		cacheDir = d
+	cacheDir, err := opts.cacheDir()
+	if err != nil {
+		return Paths{}, err
 	}
 	v, resolve, err := normalizeVersions(opts.Versions)
 	if err != nil {
@@ -495,13 +499,9 @@ var ErrNotBuilt = errors.New("kube binaries are not built")
 // `make kube-binaries`) otherwise. A version with no etcd given must be the
 // default one: resolving another release's etcd needs the module proxy.
 func Cached(opts Options) (Paths, error) {
-	cacheDir := opts.CacheDir
-	if cacheDir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return Paths{}, err
-		}
-		cacheDir = d
+	cacheDir, err := opts.cacheDir()
+	if err != nil {
+		return Paths{}, err
 	}
 	v, resolve, err := normalizeVersions(opts.Versions)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/history"
 )
 
@@ -234,7 +235,7 @@ func TestNameInPath(t *testing.T) {
 // rules.
 func TestIdentityMapConvert(t *testing.T) {
 	m := NewIdentityMap()
-	m.AddOwn("podsafe:admin", IdentityAdmin)
+	m.AddOwn("podsafe:admin", apiserver.IdentityAdmin)
 	if c, ok := m.Convert(fixture(t, "eviction"), fixtureStart); ok {
 		t.Errorf("own user's call converted: %+v", c)
 	}
@@ -242,13 +243,13 @@ func TestIdentityMapConvert(t *testing.T) {
 	if c, ok := m.Convert(fixture(t, "impersonated"), fixtureStart); ok {
 		t.Errorf("own user's impersonated call converted: %+v", c)
 	}
-	m.Add("podsafe:workload", IdentityWorkload)
+	m.Add("podsafe:workload", apiserver.IdentityWorkload)
 	c, ok := m.Convert(fixture(t, "deletecollection_failed"), fixtureStart)
-	if !ok || c.Identity != IdentityWorkload {
+	if !ok || c.Identity != apiserver.IdentityWorkload {
 		t.Errorf("workload's call = %+v, %v", c, ok)
 	}
 	c, ok = m.Convert(fixture(t, "binding"), fixtureStart)
-	if !ok || c.Identity != IdentityScheduler {
+	if !ok || c.Identity != apiserver.IdentityScheduler {
 		t.Errorf("scheduler's call = %+v, %v", c, ok)
 	}
 	if _, ok := m.Convert(fixture(t, "watch_complete"), fixtureStart); ok {

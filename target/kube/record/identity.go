@@ -5,24 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-)
 
-// The podsafe identities a real control plane's users map to. They are
-// spelled as package apiserver spells them (a test keeps them equal); the
-// checkers compare APICall.Identity with these names.
-const (
-	IdentityAdmin                  = "admin"
-	IdentityScheduler              = "scheduler"
-	IdentityNodeController         = "node-controller"
-	IdentityPodGC                  = "podgc"
-	IdentityPetController          = "pet-controller"
-	IdentityReplicaSetController   = "replicaset-controller"
-	IdentityFencingController      = "fencing-controller"
-	IdentityAttachDetachController = "attachdetach-controller"
-	IdentityDisruptionController   = "disruption-controller"
-	IdentityWorkload               = "workload"
-	// KubeletIdentityPrefix starts every kubelet identity: "kubelet:NODE".
-	KubeletIdentityPrefix = "kubelet:"
+	"github.com/podsafe/podsafe/apiserver"
 )
 
 // Identities of real components that podsafe's embedded cluster does not
@@ -64,7 +48,7 @@ const (
 
 // fixedUsers maps the control plane's own users to podsafe identities.
 var fixedUsers = map[string]string{
-	schedulerUser:         IdentityScheduler,
+	schedulerUser:         apiserver.IdentityScheduler,
 	controllerManagerUser: IdentityControllerManager,
 	apiServerUser:         IdentityAPIServer,
 }
@@ -79,13 +63,13 @@ var fixedUsers = map[string]string{
 // runs that controller with the node-controller account anyway; the entry
 // covers builds that give it its own.
 var kubeSystemAccounts = map[string]string{
-	"statefulset-controller":    IdentityPetController,
-	"replicaset-controller":     IdentityReplicaSetController,
-	"node-controller":           IdentityNodeController,
-	"taint-eviction-controller": IdentityNodeController,
-	"pod-garbage-collector":     IdentityPodGC,
-	"attachdetach-controller":   IdentityAttachDetachController,
-	"disruption-controller":     IdentityDisruptionController,
+	"statefulset-controller":    apiserver.IdentityPetController,
+	"replicaset-controller":     apiserver.IdentityReplicaSetController,
+	"node-controller":           apiserver.IdentityNodeController,
+	"taint-eviction-controller": apiserver.IdentityNodeController,
+	"pod-garbage-collector":     apiserver.IdentityPodGC,
+	"attachdetach-controller":   apiserver.IdentityAttachDetachController,
+	"disruption-controller":     apiserver.IdentityDisruptionController,
 }
 
 // Identity maps a real user, by its name and groups as the API server
@@ -110,7 +94,7 @@ var kubeSystemAccounts = map[string]string{
 // the caller's to name: see IdentityMap.
 func Identity(user string, groups []string) (identity string, known bool) {
 	if node, ok := strings.CutPrefix(user, nodeUserPrefix); ok && node != "" && slices.Contains(groups, nodesGroup) {
-		return KubeletIdentityPrefix + node, true
+		return apiserver.KubeletIdentityPrefix + node, true
 	}
 	if id, ok := fixedUsers[user]; ok {
 		return id, true
@@ -121,7 +105,7 @@ func Identity(user string, groups []string) (identity string, known bool) {
 		}
 	}
 	if slices.Contains(groups, mastersGroup) {
-		return IdentityAdmin, true
+		return apiserver.IdentityAdmin, true
 	}
 	if user == "" {
 		return UnknownIdentityPrefix + unauthenticatedUserLabel, false
@@ -224,8 +208,8 @@ func (m *IdentityMap) Own() []string {
 // names; the returned map is the caller's.
 func (m *IdentityMap) Map() map[string]string {
 	out := map[string]string{
-		nodeUserPrefix + "*":    KubeletIdentityPrefix + "*",
-		"group:" + mastersGroup: IdentityAdmin,
+		nodeUserPrefix + "*":    apiserver.KubeletIdentityPrefix + "*",
+		"group:" + mastersGroup: apiserver.IdentityAdmin,
 	}
 	maps.Copy(out, fixedUsers)
 	for sa, id := range kubeSystemAccounts {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/history"
 )
 
@@ -227,7 +228,7 @@ func TestAuditTailerSeveralFiles(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "apiserver-0.log"), filepath.Join(dir, "apiserver-1.log")
 	ids := NewIdentityMap()
-	ids.AddOwn("podsafe:admin", IdentityAdmin)
+	ids.AddOwn("podsafe:admin", apiserver.IdentityAdmin)
 	stop := tail(t, rec, ids, a, b)
 	appendTo(t, a, auditLine(t, "binding"))
 	appendTo(t, a, auditLine(t, "eviction")) // own user's
@@ -240,7 +241,7 @@ func TestAuditTailerSeveralFiles(t *testing.T) {
 	rec.Close()
 	h := load(t, hpath)
 	for _, c := range h.API {
-		if c.Identity == IdentityAdmin {
+		if c.Identity == apiserver.IdentityAdmin {
 			t.Errorf("own user's call recorded: %+v", c)
 		}
 	}

@@ -1,10 +1,14 @@
-package specs_test
+// Package kube_test is the kube target's smoke suite: real processes at
+// time scale 1, mostly waiting, so it runs as a package of its own, beside
+// the specs suite rather than after it.
+package kube_test
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -97,4 +101,9 @@ func containsNetworkWarning(ws []string) bool {
 		}
 	}
 	return false
+}
+
+func TestKube(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "podsafe kube target smoke")
 }
