@@ -22,7 +22,11 @@ type OpCounts struct {
 // Results is the content of results.json: the verdict of one run and every
 // checker's result with its evidence.
 type Results struct {
-	Scenario  string           `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Target is the system the run was made on: "embedded" (podsafe's own
+	// control plane) or "kube" (a real one). Results written before runs
+	// said so have none; see RunTarget.
+	Target    string           `json:"target,omitempty"`
 	Seed      uint64           `json:"seed"`
 	Dir       string           `json:"dir"`
 	Verdict   checker.Verdict  `json:"verdict"`
@@ -36,6 +40,18 @@ type Results struct {
 	// Warnings are things that went wrong without breaking the run, such as a
 	// fault that could not be injected.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// TargetEmbedded is the target of results that name none: every run was
+// made on podsafe's own control plane before the kube target existed.
+const TargetEmbedded = "embedded"
+
+// RunTarget is the target r was made on, TargetEmbedded when it names none.
+func (r *Results) RunTarget() string {
+	if r.Target == "" {
+		return TargetEmbedded
+	}
+	return r.Target
 }
 
 // WriteResults writes dir/results.json.

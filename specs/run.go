@@ -106,7 +106,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
-	res := report.Results{Scenario: s.Name, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
+	res := report.Results{Scenario: s.Name, Target: s.Target, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
 	runErr := execute(ctx, s, opts, rec, log, &res)
 	if err := rec.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", err))
