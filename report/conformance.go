@@ -24,8 +24,11 @@ const (
 
 // ConformanceRun is one run of a conformance report.
 type ConformanceRun struct {
-	Dir      string          `json:"dir"`
-	Scenario string          `json:"scenario"`
+	Dir      string `json:"dir"`
+	Scenario string `json:"scenario"`
+	// Target is the system the run was made on (embedded or kube): from
+	// results.json, else scenario.json, else embedded.
+	Target   string          `json:"target"`
 	Seed     uint64          `json:"seed"`
 	Verdict  checker.Verdict `json:"verdict"`
 	Started  time.Time       `json:"started,omitzero"`
@@ -65,6 +68,12 @@ type ConformanceRow struct {
 	// guarantee that passed or failed (see AddSpecs).
 	SpecsPassed []string `json:"specs_passed,omitempty"`
 	SpecsFailed []string `json:"specs_failed,omitempty"`
+	// SpecFailures are the failed specs' messages, "name: message"; and
+	// SpecsSkipped the skipped specs that said why, "name: reason" (such
+	// as a guarantee not covered on the suite's target). Skipped specs
+	// cover nothing.
+	SpecFailures []string `json:"spec_failures,omitempty"`
+	SpecsSkipped []string `json:"specs_skipped,omitempty"`
 }
 
 // ConformanceProblem is a directory that could not be read as a run.
@@ -103,6 +112,7 @@ type scenarioFile struct {
 	Name     string   `json:"name"`
 	Workload string   `json:"workload"`
 	Nemesis  []string `json:"nemesis"`
+	Target   string   `json:"target"`
 }
 
 // Conformance reads the results.json (and scenario.json, when present) of
@@ -118,7 +128,7 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 			rep.Problems = append(rep.Problems, ConformanceProblem{Dir: dir, Error: err.Error()})
 			continue
 		}
-		run := ConformanceRun{Dir: dir, Scenario: r.Scenario, Seed: r.Seed, Verdict: r.Verdict, Started: r.Started, Error: r.Error}
+		run := ConformanceRun{Dir: dir, Scenario: r.Scenario, Target: r.Target, Seed: r.Seed, Verdict: r.Verdict, Started: r.Started, Error: r.Error}
 		if b, err := os.ReadFile(filepath.Join(dir, ScenarioFile)); err == nil {
 			var s scenarioFile
 			if json.Unmarshal(b, &s) == nil {
@@ -126,7 +136,15 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 				if run.Scenario == "" {
 					run.Scenario = s.Name
 				}
+				if run.Target == "" {
+					// Results rewritten by an older podsafe check, or
+					// written before results named their target.
+					run.Target = s.Target
+				}
 			}
+		}
+		if run.Target == "" {
+			run.Target = TargetEmbedded
 		}
 		r.Dir = dir
 		results = append(results, r)
@@ -231,14 +249,18 @@ type SpecResult struct {
 	// State is passed, failed or skipped.
 	State   string `json:"state"`
 	Failure string `json:"failure,omitempty"`
+	// Reason is why a skipped spec was skipped, when it said (such as a
+	// guarantee not covered on the suite's target).
+	Reason string `json:"reason,omitempty"`
 }
 
 // SpecsFile holds a suite's spec results in a store (see AddSpecs).
 const SpecsFile = "specs.json"
 
 // AddSpecs counts spec results in: a passed spec labelled with an ID covers
-// it, a failed one fails it; skipped specs cover nothing. Spec names join
-// the row's Specs as "spec: <name>".
+// it, a failed one fails it; skipped specs cover nothing, but their reasons
+// are kept (SpecsSkipped). Spec names join the row's Specs as
+// "spec: <name>".
 func (rep *ConformanceReport) AddSpecs(specs []SpecResult) {
 	idx := map[string]int{}
 	for i, r := range rep.Rows {
@@ -256,13 +278,23 @@ func (rep *ConformanceReport) AddSpecs(specs []SpecResult) {
 				row.SpecsPassed = append(row.SpecsPassed, sp.Name)
 			case StatusFailed:
 				row.SpecsFailed = append(row.SpecsFailed, sp.Name)
+				row.SpecFailures = append(row.SpecFailures, sp.Name+": "+firstLine(sp.Failure))
 			default:
+				if sp.Reason != "" {
+					row.SpecsSkipped = append(row.SpecsSkipped, sp.Name+": "+firstLine(sp.Reason))
+				}
 				continue
 			}
 			row.Specs = append(row.Specs, "spec: "+sp.Name)
 		}
 	}
 	rep.count()
+}
+
+// firstLine is s up to its first line break, trimmed.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -380,6 +412,16 @@ const (
 // the spec results of store/specs.json when a suite left one, and writes the
 // conformance report into store.
 func ConformanceDir(store string) (*ConformanceReport, error) {
+	rep, err := ConformanceStore(store)
+	if err != nil {
+		return rep, err
+	}
+	return rep, WriteConformance(store, rep)
+}
+
+// ConformanceStore is ConformanceDir without writing anything: the
+// conformance report of the runs beneath store and of store/specs.json.
+func ConformanceStore(store string) (*ConformanceReport, error) {
 	dirs, err := FindRuns(store)
 	if err != nil {
 		return nil, err
@@ -395,5 +437,5 @@ func ConformanceDir(store string) (*ConformanceReport, error) {
 		}
 		rep.AddSpecs(specs)
 	}
-	return rep, WriteConformance(store, rep)
+	return rep, nil
 }

@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
-	"path/filepath"
-	"strings"
 )
 
 //go:embed assets/conformance.html.tmpl
@@ -16,7 +14,7 @@ var conformanceTemplate = template.Must(template.New("conformance").Funcs(funcs)
 
 type confRef struct {
 	RunRef
-	Link string
+	Link template.URL
 }
 
 type confRow struct {
@@ -28,7 +26,7 @@ type confRow struct {
 
 type confRun struct {
 	ConformanceRun
-	Link    string
+	Link    template.URL
 	Started string
 }
 
@@ -48,14 +46,7 @@ type familyTotal struct {
 // RenderConformance renders conformance.html; links to runs are relative to
 // dir, where the page is written.
 func RenderConformance(rep *ConformanceReport, dir string) ([]byte, error) {
-	link := func(runDir string) string {
-		rel, err := filepath.Rel(dir, runDir)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			abs, _ := filepath.Abs(runDir)
-			return "file://" + filepath.ToSlash(abs) + "/" + ReportFile
-		}
-		return filepath.ToSlash(rel) + "/" + ReportFile
-	}
+	link := func(runDir string) template.URL { return runLink(dir, runDir) }
 	refs := func(in []RunRef) []confRef {
 		out := make([]confRef, len(in))
 		for i, r := range in {
