@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,20 +13,44 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "report DIR...",
-		Short: "write report.html and junit.xml of a run, or the conformance report of a store",
+	var (
+		compare bool
+		outDir  string
+		names   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "report DIR... | report --compare STORE_A STORE_B [--out DIR]",
+		Short: "write report.html and junit.xml of a run, the conformance report of a store, or two stores side by side",
 		Long: `report regenerates the files people and CI read from what a run saved.
 
 A run directory (one holding results.json and history.jsonl) gets report.html
 and junit.xml rewritten. A store directory (one holding runs beneath it) gets
 conformance.json, conformance.html and conformance-junit.xml: for every
-guarantee, whether the runs covered it and whether it passed.`,
+guarantee, whether the runs covered it and whether it passed.
+
+With --compare, report reads two stores (typically the embedded target's
+conformance runs and the kube target's: make conformance, make
+conformance-kube) without writing into them, and writes one side-by-side
+report, conformance-compare.html and conformance-compare.json, into --out (the
+current directory by default): per guarantee, its status on each side (passed,
+failed, unknown when judged but undecided, not covered) with one line of
+evidence, a mark where the two differ, and the number of differences at the
+top. The sides are named after the target their runs were made on (each run
+says: results.json or scenario.json, embedded when neither does), else after
+their stores; --names renames them. The exit status is 0 whether or not they
+differ.`,
 		Example: `  podsafe report store/latest
-  podsafe report store`,
+  podsafe report store
+  podsafe report --compare store/conformance store/conformance-kube --out store/compare`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if compare {
+				return compareStores(cmd, args, outDir, names)
+			}
+			if cmd.Flags().Changed("out") || cmd.Flags().Changed("names") {
+				return &exitError{code: exitUsage, err: errors.New("--out and --names go with --compare (a run's or a store's report is written into it)")}
+			}
 			var errs []error
 			for _, dir := range args {
 				st, err := os.Stat(dir)
@@ -67,4 +92,61 @@ guarantee, whether the runs covered it and whether it passed.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&compare, "compare", false, "compare the conformance of two stores side by side (exactly two directories)")
+	cmd.Flags().StringVar(&outDir, "out", ".", "with --compare: the directory to write conformance-compare.html and .json into (created if missing)")
+	cmd.Flags().StringSliceVar(&names, "names", nil, "with --compare: the two sides' names, as A,B (default: their runs' targets, else their stores)")
+	return cmd
+}
+
+// compareStores is report --compare.
+func compareStores(cmd *cobra.Command, args []string, outDir string, names []string) error {
+	if len(args) != 2 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--compare takes two stores, got %d (podsafe report --compare STORE_A STORE_B)", len(args))}
+	}
+	var n [2]string
+	switch len(names) {
+	case 0:
+	case 2:
+		n = [2]string{names[0], names[1]}
+		if n[0] == "" || n[1] == "" || n[0] == n[1] {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--names %q: two different, non-empty names", strings.Join(names, ","))}
+		}
+	default:
+		return &exitError{code: exitUsage, err: fmt.Errorf("--names takes two names, A,B; got %d", len(names))}
+	}
+	for _, dir := range args {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("report --compare %s: %w", dir, err)}
+		}
+		if !st.IsDir() {
+			return &exitError{code: exitUsage, err: fmt.Errorf("report --compare %s: not a directory", dir)}
+		}
+	}
+	c, err := report.CompareStores(args[0], args[1], n)
+	if err != nil {
+		if errors.Is(err, report.ErrNoRuns) {
+			err = fmt.Errorf("%w (no results.json or history.jsonl beneath it)", err)
+		}
+		return &exitError{code: exitUsage, err: fmt.Errorf("report --compare: %w", err)}
+	}
+	if err := report.WriteComparison(outDir, c); err != nil {
+		return &exitError{code: exitCrashed, err: err}
+	}
+	out := cmd.OutOrStdout()
+	for _, s := range c.Sides {
+		for _, p := range s.Problems {
+			fmt.Fprintf(out, "skipped %s: %s\n", p.Dir, p.Error)
+		}
+		t := s.Totals
+		fmt.Fprintf(out, "%s (%s, %d runs): %d of %d guarantees covered, %d passed, %d failed, %d undecided\n",
+			s.Name, s.Store, t.Runs, t.Covered, t.Guarantees, t.Passed, t.Failed, t.Unknown)
+	}
+	fmt.Fprintf(out, "%d differences", c.Differences)
+	if c.Differences > 0 {
+		fmt.Fprintf(out, ": %s", strings.Join(c.Differing, ", "))
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(outDir, report.CompareHTMLFile), filepath.Join(outDir, report.CompareJSONFile))
+	return nil
 }

@@ -108,3 +108,73 @@ func TestReportCmdErrors(t *testing.T) {
 		})
 	}
 }
+
+// writeTargetRun writes a run directory with results.json naming target
+// (none when empty) and one checker's verdict on PS-1.
+func writeTargetRun(t *testing.T, dir, target string, v checker.Verdict) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := report.Results{Scenario: "conformance-pets", Target: target, Seed: 12, Dir: dir, Verdict: v,
+		Checks: []checker.Result{{Checker: "at-most-one", Verdict: v, Guarantees: []string{"PS-1"}, Summary: "judged " + string(v)}}}
+	if err := report.WriteResults(dir, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReportCompare(t *testing.T) {
+	root := t.TempDir()
+	emb, kube := filepath.Join(root, "emb"), filepath.Join(root, "kube")
+	writeTargetRun(t, filepath.Join(emb, "pets", "a"), "", checker.Ok)
+	writeTargetRun(t, filepath.Join(kube, "pets", "b"), "kube", checker.Illegal)
+	out := filepath.Join(root, "cmp")
+	got, code := run(context.Background(), "report", "--compare", emb, kube, "--out", out)
+	if code != 0 {
+		t.Fatalf("podsafe report --compare: exit %d: %s", code, got)
+	}
+	for _, w := range []string{"embedded (" + emb + ", 1 runs): 1 of", "kube (" + kube + ", 1 runs)", "1 differences: PS-1", "wrote " + filepath.Join(out, report.CompareHTMLFile)} {
+		if !strings.Contains(got, w) {
+			t.Errorf("output lacks %q:\n%s", w, got)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, report.CompareHTMLFile))
+	if err != nil || !strings.Contains(string(page), `<tr id="g-PS-1" class="differ">`) {
+		t.Errorf("%s: %v, or PS-1 not marked as differing", report.CompareHTMLFile, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, report.CompareJSONFile)); err != nil {
+		t.Error(err)
+	}
+	// Nothing is written into the stores.
+	if _, err := os.Stat(filepath.Join(emb, report.ConformanceJSONFile)); err == nil {
+		t.Errorf("report --compare wrote into %s", emb)
+	}
+
+	// --names renames the sides; the default --out is the current directory.
+	t.Chdir(t.TempDir())
+	got, code = run(context.Background(), "report", "--compare", "--names", "before,after", emb, kube)
+	if code != 0 || !strings.Contains(got, "before (") || !strings.Contains(got, "wrote "+report.CompareHTMLFile) {
+		t.Errorf("podsafe report --compare --names: exit %d: %s", code, got)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"one store", []string{"report", "--compare", emb}, "--compare takes two stores, got 1"},
+		{"three stores", []string{"report", "--compare", emb, kube, out}, "--compare takes two stores, got 3"},
+		{"--out without --compare", []string{"report", emb, "--out", out}, "--out and --names go with --compare"},
+		{"one name", []string{"report", "--compare", emb, kube, "--names", "x"}, "--names takes two names"},
+		{"same names", []string{"report", "--compare", emb, kube, "--names", "x,x"}, "two different, non-empty names"},
+		{"missing store", []string{"report", "--compare", emb, filepath.Join(root, "nope")}, "no such file or directory"},
+		{"empty store", []string{"report", "--compare", emb, t.TempDir()}, "no run directory with a results.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, code := run(context.Background(), tc.args...)
+			if code != exitUsage || !strings.Contains(got, tc.want) {
+				t.Errorf("podsafe %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, got, exitUsage, tc.want)
+			}
+		})
+	}
+}
