@@ -64,6 +64,18 @@ func podStatusPatch(c history.APICall) bool {
 	return c.Group == "" && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch"
 }
 
+// schedEvent reports an Event the scheduler records: a core one (podsafe's
+// scheduler) or an events.k8s.io one (kube-scheduler: its options build the
+// recorder with client-go's events.NewEventBroadcasterAdapterWithContext,
+// which writes events.k8s.io/v1 Events when the API serves them). Both name
+// an Event after its pod, a dot and a time in hex (see eventPod). Treating
+// the latter as any other write would end a batch at each victim's Event
+// and so split one preemption, leaving its victims without the nomination
+// kube-scheduler's asynchronous preemption may write after them.
+func schedEvent(c history.APICall) bool {
+	return c.Resource == "events" && (c.Group == "" || c.Group == "events.k8s.io")
+}
+
 // eventPod names the pod an Event of the scheduler is on: the scheduler
 // names its Events after the pod, a dot and a time in hex.
 func eventPod(c history.APICall) string {
@@ -104,7 +116,7 @@ func preemptBatches(h *history.History) []preemptBatch {
 		}
 		for j := i + 1; j < len(writes); j++ {
 			n := writes[j]
-			if n.Group == "" && n.Resource == "events" {
+			if schedEvent(n) {
 				continue
 			}
 			marks[i] = podDelete(n) && n.Namespace == c.Namespace && n.Name == c.Name
@@ -142,13 +154,13 @@ func preemptBatches(h *history.History) []preemptBatch {
 					cur.note(h, writes[k])
 					break
 				}
-				if writes[k].Group != "" || writes[k].Resource != "events" {
+				if !schedEvent(writes[k]) {
 					break
 				}
 			}
 			cur.deletes = append(cur.deletes, c)
 			victimKeys[c.Namespace+"/"+c.Name] = true
-		case c.Group == "" && c.Resource == "events":
+		case schedEvent(c):
 			if cur == nil || victimKeys[eventPod(c)] {
 				continue
 			}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -501,5 +502,73 @@ func TestPreemptApplies(t *testing.T) {
 	}
 	if preemptApplies(&history.History{}) {
 		t.Error("an empty history applies")
+	}
+}
+
+// kubeEvent records an Event as kube-scheduler writes it: in the
+// events.k8s.io group (its recorder is the events/v1 one), named after the
+// pod, a dot and a time in hex.
+func (b *schedHist) kubeEvent(at float64, ns, pod, suffix string) {
+	b.call(at, identityScheduler, "create", "events", "", ns, pod+"."+suffix, history.StatusOK, "")
+	b.h.API[len(b.h.API)-1].Group = "events.k8s.io"
+}
+
+// kube-scheduler (v1.37) preempts asynchronously: the scheduling cycle
+// records the preemptor's FailedScheduling Event and hands its status patch
+// (PodScheduled=False and the nomination) to the API dispatcher, while a
+// goroutine started in PostFilter marks, deletes and records an Event on
+// each victim (pkg/scheduler/framework/preemption/executor.go,
+// prepareCandidateAsync). So the nomination may reach the store after a
+// victim's deletion and its Event, and the Events are events.k8s.io ones.
+// Such a preemption is the preemptor's, judged Ok, as on the embedded
+// scheduler; two victims of one preemption stay one batch.
+func TestPreemptionKubeScheduler(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		victims int
+	}{{"one victim", 1}, {"two victims, Events in between", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newSchedHist(t)
+			b.node(0, smallNode("n1"))
+			var vs []*corev1.Pod
+			for i := range tc.victims {
+				v := onNode(prioPod(fmt.Sprintf("victim%d", i), 1000, fmt.Sprintf("%dm", 800/tc.victims)), "n1")
+				b.pod(1, v)
+				vs = append(vs, v)
+			}
+			p := prioPod("pre", 3000, "500m")
+			b.pod(10, p)
+			b.kubeEvent(10.98, p.Namespace, p.Name, "18eb0177a4c3ab2a")
+			at := 10.99
+			for i, v := range vs {
+				b.call(at, identityScheduler, "patch", "pods", "status", v.Namespace, v.Name, history.StatusOK, string(v.UID))
+				m := markedPreempted(v)
+				b.pod(at+0.005, m)
+				b.call(at+0.01, identityScheduler, "delete", "pods", "", v.Namespace, v.Name, history.StatusOK, string(v.UID))
+				b.pod(at+0.015, deleting(m))
+				b.kubeEvent(at+0.02, v.Namespace, v.Name, fmt.Sprintf("18eb0177a899b63%d", i))
+				at += 0.03
+			}
+			// The dispatcher's patch of the preemptor lands last.
+			b.call(at+0.01, identityScheduler, "patch", "pods", "status", p.Namespace, p.Name, history.StatusOK, string(p.UID))
+			b.pod(at+0.015, nominated(p, "n1"))
+			for _, v := range vs {
+				b.podGone(12, v)
+			}
+			// The preemptor waits for the victims: its next cycles fail
+			// again.
+			b.kubeEvent(12.5, p.Namespace, p.Name, "18eb01782859858c")
+			b.kubeEvent(13.5, p.Namespace, p.Name, "18eb01782859859d")
+			b.bind(14, nominated(p, "n1"), "n1")
+			h := b.history()
+			h.End = schedSec(60)
+			if got := preemptBatches(h); len(got) != 1 || len(got[0].deletes) != tc.victims || len(got[0].patches) != 1 {
+				t.Errorf("%d batches, want one with %d deletions and the preemptor's patch: %+v", len(got), tc.victims, got)
+			}
+			res := CheckPreemption(context.Background(), h, Options{})
+			if res.Verdict != Ok || res.Stats.Checked != 1 {
+				t.Errorf("verdict %s, %d judged: %s", res.Verdict, res.Stats.Checked, res.Summary)
+			}
+		})
 	}
 }
