@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,12 +48,23 @@ var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // the deletion, force deletions by other identities cannot be judged and
 // the verdict is Unknown.
 //
+// PS-14 is the fencing controller's rule: the result lists it only when the
+// history holds a call of the fencing controller. A run without one (no
+// fencing controller ran: it was not enabled, or the target has none, as
+// the kube target) gives PS-14 nothing to judge, and an Ok would pass it
+// vacuously; a force deletion by the fencing controller is a call of it, so
+// no violation goes unjudged.
+//
 // It is pure, bounded by O(n log n + deletions × runs of their pod) in the
 // API history, ledger and store events, and answers Unknown when ctx ends
 // or opts.Timeout passes first.
 func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, AuthorityChecker, authorityGuarantees)
 	defer cancel()
+	noFencing := !slices.ContainsFunc(h.API, func(c history.APICall) bool { return c.Identity == identityFencing })
+	if noFencing {
+		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-14" })
+	}
 	var forced []int
 	deletions, unknownForced, forcedCollections := 0, 0, 0
 	for i, c := range h.API {
@@ -157,6 +169,9 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	}
 	if forcedCollections > 0 {
 		notes = append(notes, fmt.Sprintf("%s with grace 0 not judged (which pods it deleted is not recorded)", count(forcedCollections, "deletecollection")))
+	}
+	if noFencing {
+		notes = append(notes, "PS-14 not judged: no fencing controller call in the history")
 	}
 	suffix := ""
 	if len(notes) > 0 {

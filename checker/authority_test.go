@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,5 +181,24 @@ func TestAuthorityBoundPodNeverStarted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mustResult(t, CheckAuthority(bg, tt.b.history(), Options{}), tt.want, tt.mention)
 		})
+	}
+}
+
+// PS-14 is judged only in a history where the fencing controller ran: with
+// no call of it (no fencing controller, as on the kube target) the result
+// does not list PS-14, so it is not passed vacuously, and says so.
+func TestAuthorityPS14NeedsFencingController(t *testing.T) {
+	res := mustVerdict(t, CheckAuthority(bg, endPod(runningPod().force(10, identityAdmin)).history(), Options{}), Ok)
+	if diff := cmp.Diff([]string{"PS-8", "PS-9", "PS-10"}, res.Guarantees); diff != "" {
+		t.Errorf("guarantees without a fencing controller (-want +got):\n%s", diff)
+	}
+	mustMention(t, "summary", res.Summary, "PS-14 not judged: no fencing controller call")
+	b := runningPod().call(2, identityFencing, "list", "nodes", "", "")
+	res = mustVerdict(t, CheckAuthority(bg, endPod(b.force(10, identityAdmin)).history(), Options{}), Ok)
+	if diff := cmp.Diff(authorityGuarantees, res.Guarantees); diff != "" {
+		t.Errorf("guarantees with a fencing controller (-want +got):\n%s", diff)
+	}
+	if strings.Contains(res.Summary, "PS-14 not judged") {
+		t.Errorf("summary %q says PS-14 was not judged", res.Summary)
 	}
 }

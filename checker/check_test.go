@@ -36,6 +36,9 @@ func TestMerge(t *testing.T) {
 // everything is a history every checker applies to.
 func everything(t *testing.T) *history.History {
 	b := &hb{}
+	// The fencing controller ran (the authority checker judges PS-14 only
+	// then).
+	b.call(0.1, identityFencing, "list", "nodes", "", "")
 	b.created(0.5, identityPet, "web-0", "a").
 		pod(0.6, added, 1, poObj("a")).
 		pod(0.8, modified, 2, poObj("a", poBound("n1"))).
