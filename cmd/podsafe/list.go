@@ -91,7 +91,7 @@ func newListCmd() *cobra.Command {
 var kubeMissing = map[string]string{
 	"kill-fencing":      "podsafe's fencing controller does not run on the kube target yet",
 	"partition-storage": "no shared storage server on the kube target (pets run there without RWO volumes)",
-	"pause-kubelet":     "podsafe's kubelets run inside the harness: only control-plane processes can be stopped with SIGSTOP",
+	"pause-kubelet":     "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces",
 	"ring":              "needs 5 etcd members (--members 5)",
 }
 

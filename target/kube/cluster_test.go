@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,6 +209,42 @@ func TestKubeTarget(t *testing.T) {
 				return fmt.Errorf("in state %q", st)
 			}
 			return nil
+		})
+	})
+
+	t.Run("pause-kubelet", func(t *testing.T) {
+		if !c.Can(target.Pause, KubeletComponent("node-0")) {
+			t.Skip(c.NetworkFaultsUnavailable())
+		}
+		if err := c.Pause(ctx, KubeletComponent("node-0")); err != nil {
+			t.Fatal(err)
+		}
+		if !c.Paused(KubeletComponent("node-0")) || !c.Running(KubeletComponent("node-0")) {
+			t.Fatal("a paused kubelet must be paused and running")
+		}
+		// Its clock stands still and its packets are dropped.
+		clk := c.kl.clocks["node-0"]
+		before := clk.Now()
+		nrc, err := c.RESTConfig(NodeUser("node-0"), "node-0", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nrc.Timeout = 2 * time.Second
+		if _, err := kubernetes.NewForConfigOrDie(nrc).CoreV1().Nodes().Get(ctx, "node-0", metav1.GetOptions{}); err == nil {
+			t.Error("a paused kubelet's host reached the API server")
+		}
+		if !clk.Now().Equal(before) {
+			t.Errorf("a paused kubelet's clock moved from %v to %v", before, clk.Now())
+		}
+		if err := c.Resume(ctx, KubeletComponent("node-0")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Resume(ctx, KubeletComponent("node-0")); !errors.Is(err, target.ErrNotPaused) {
+			t.Errorf("second resume: %v, want ErrNotPaused", err)
+		}
+		eventually(ctx, t, "node-0 reaches the API again", func() error {
+			_, err := kubernetes.NewForConfigOrDie(nrc).CoreV1().Nodes().Get(ctx, "node-0", metav1.GetOptions{})
+			return err
 		})
 	})
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podsafe/podsafe/cluster/scaledclock"
 	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/target"
@@ -34,7 +35,11 @@ type kubelets struct {
 	opts     KubeletOptions
 	specs    map[string]NodeSpec
 	runtimes map[string]*kubelet.SimRuntime
-	running  runset.Set
+	// clocks are the kubelets' clocks: wall time, but each can be paused
+	// with its kubelet (its containers keep the runtime's own clock).
+	clocks  map[string]*scaledclock.Clock
+	paused  map[string]func() error // heals of paused kubelets' holds
+	running runset.Set
 }
 
 // kubeletIdentity is the podsafe identity of node's kubelet, as the
@@ -46,7 +51,8 @@ func kubeletIdentity(node string) string { return "kubelet:" + node }
 func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts KubeletOptions) error {
 	c.mu.Lock()
 	if c.kl == nil {
-		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{}}
+		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{},
+			clocks: map[string]*scaledclock.Clock{}, paused: map[string]func() error{}}
 	}
 	kl := c.kl
 	c.mu.Unlock()
@@ -57,6 +63,7 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 		kl.mu.Lock()
 		kl.specs[n.Name] = n
 		kl.runtimes[n.Name] = kubelet.NewSimRuntime(n.Name, nil, opts.Ledger)
+		kl.clocks[n.Name] = scaledclock.New(1, time.Time{})
 		kl.mu.Unlock()
 		if err := c.StartKubelet(n.Name); err != nil {
 			return err
@@ -106,7 +113,7 @@ func (c *Cluster) StartKubelet(node string) error {
 	}
 	kl.mu.Lock()
 	spec, ok := kl.specs[node]
-	rt := kl.runtimes[node]
+	rt, clk := kl.runtimes[node], kl.clocks[node]
 	kl.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
@@ -127,7 +134,7 @@ func (c *Cluster) StartKubelet(node string) error {
 	}
 	t := c.cfg.Timings
 	k, err := kubelet.New(kubelet.Config{
-		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints, Runtime: rt,
+		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints, Runtime: rt, Clock: clk,
 		LeaseRenew: t.KubeletLeaseRenew.D(), LeaseDuration: t.KubeletLeaseDuration.D(), NodeStatusEvery: t.KubeletStatusEvery.D(),
 		Logger:               c.log.With("component", "kubelet", "node", node),
 		GetVolumeAttachments: true,
@@ -174,6 +181,75 @@ func (c *Cluster) KubeletRunning(node string) bool {
 	return kl.running.Running(node)
 }
 
+// PauseKubelet stops node's kubelet as SIGSTOP would, in the harness: every
+// packet between its host and any other is dropped and its clock stands
+// still (no timer fires, so it kills no container at a grace period's end),
+// until ResumeKubelet. Its containers run on. It needs the network.
+func (c *Cluster) PauseKubelet(ctx context.Context, node string) error {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil || kl.clocks[node] == nil {
+		return fmt.Errorf("pause kubelet of %s: %w", node, ErrNoNode)
+	}
+	if !c.KubeletRunning(node) {
+		return fmt.Errorf("pause kubelet of %s: %w", node, ErrKubeletDown)
+	}
+	kl.mu.Lock()
+	defer kl.mu.Unlock()
+	if kl.paused[node] != nil {
+		return fmt.Errorf("pause kubelet of %s: already paused", node)
+	}
+	host := NodeHost(node)
+	var links []target.Link
+	for _, comp := range c.Components() {
+		if comp.Host != host && comp.Role != target.RoleKubelet {
+			links = append(links, target.Link{From: host, To: comp.Host}, target.Link{From: comp.Host, To: host})
+		}
+	}
+	heal, err := c.Cut(ctx, links)
+	if err != nil {
+		return fmt.Errorf("pause kubelet of %s: %w", node, err)
+	}
+	kl.clocks[node].Pause()
+	kl.paused[node] = heal
+	return nil
+}
+
+// ResumeKubelet undoes PauseKubelet: the clock runs (what fell due fires at
+// once) and the packets flow.
+func (c *Cluster) ResumeKubelet(node string) error {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil {
+		return fmt.Errorf("resume kubelet of %s: %w", node, ErrNoNode)
+	}
+	kl.mu.Lock()
+	heal := kl.paused[node]
+	delete(kl.paused, node)
+	clk := kl.clocks[node]
+	kl.mu.Unlock()
+	if heal == nil {
+		return fmt.Errorf("resume kubelet of %s: %w", node, target.ErrNotPaused)
+	}
+	clk.Resume()
+	return heal()
+}
+
+// KubeletPaused reports whether node's kubelet is paused.
+func (c *Cluster) KubeletPaused(node string) bool {
+	c.mu.Lock()
+	kl := c.kl
+	c.mu.Unlock()
+	if kl == nil {
+		return false
+	}
+	kl.mu.Lock()
+	defer kl.mu.Unlock()
+	return kl.paused[node] != nil
+}
+
 // stopKubelets stops every kubelet and runtime.
 func (c *Cluster) stopKubelets() {
 	c.mu.Lock()
@@ -183,10 +259,14 @@ func (c *Cluster) stopKubelets() {
 	if kl == nil {
 		return
 	}
-	kl.running.StopAll()
 	kl.mu.Lock()
-	runtimes := kl.runtimes
+	runtimes, clocks := kl.runtimes, kl.clocks
 	kl.mu.Unlock()
+	// A paused kubelet's timers must fire for it to see its context end.
+	for _, clk := range clocks {
+		clk.Resume()
+	}
+	kl.running.StopAll()
 	for _, rt := range runtimes {
 		rt.Close()
 	}

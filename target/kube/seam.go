@@ -63,7 +63,8 @@ func (c *Cluster) Can(capability target.Capability, component string) bool {
 			return true
 		}
 		comp, ok := target.Find(c, component)
-		return ok && comp.Role != target.RoleKubelet
+		// A kubelet's pause holds its links: it needs the network.
+		return ok && (comp.Role != target.RoleKubelet || (c.net != nil && c.net.canCut()))
 	}
 	return false
 }
@@ -201,8 +202,12 @@ func (c *Cluster) Running(component string) bool {
 	return false
 }
 
-// Pause sends SIGSTOP to a control-plane process.
-func (c *Cluster) Pause(_ context.Context, component string) error {
+// Pause sends SIGSTOP to a control-plane process, or pauses a kubelet
+// (PauseKubelet).
+func (c *Cluster) Pause(ctx context.Context, component string) error {
+	if node, ok := kubeletNode(component); ok {
+		return c.PauseKubelet(ctx, node)
+	}
 	p, ok := c.proc(component)
 	if !ok {
 		return fmt.Errorf("pause %s: %w", component, target.ErrUnsupported)
@@ -211,8 +216,12 @@ func (c *Cluster) Pause(_ context.Context, component string) error {
 	return err
 }
 
-// Resume sends SIGCONT to a paused control-plane process.
+// Resume sends SIGCONT to a paused control-plane process, or resumes a
+// kubelet.
 func (c *Cluster) Resume(_ context.Context, component string) error {
+	if node, ok := kubeletNode(component); ok {
+		return c.ResumeKubelet(node)
+	}
 	p, ok := c.proc(component)
 	if !ok {
 		return fmt.Errorf("resume %s: %w", component, target.ErrUnsupported)
@@ -220,8 +229,11 @@ func (c *Cluster) Resume(_ context.Context, component string) error {
 	return p.resume()
 }
 
-// Paused reports whether a process is stopped by Pause.
+// Paused reports whether a component is stopped by Pause.
 func (c *Cluster) Paused(component string) bool {
+	if node, ok := kubeletNode(component); ok {
+		return c.KubeletPaused(node)
+	}
 	p, ok := c.proc(component)
 	return ok && p.isPaused()
 }
@@ -344,7 +356,7 @@ func (c *Cluster) Unavailable(capability target.Capability) string {
 	case target.Failpoint:
 		return "failpoints live in podsafe's own control plane, not in upstream's binaries"
 	case target.Pause:
-		return "podsafe's kubelets run inside the harness: only control-plane processes can be stopped with SIGSTOP"
+		return "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces"
 	}
 	return "not supported on the kube target"
 }
