@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,3 +94,38 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 func (l *limitedBuffer) String() string { return string(l.b) }
+
+// TestCompareInBrowser opens a generated conformance-compare.html in
+// headless Chromium: the page parses into the rows and marks the test data
+// asks for.
+func TestCompareInBrowser(t *testing.T) {
+	bin := chromium(t)
+	embedded, kube := compareStores(t)
+	c, err := CompareStores(embedded, kube, [2]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteComparison(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
+		"--dump-dom", "file://"+filepath.Join(dir, CompareHTMLFile))
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	dom := string(out)
+	if n := len(regexp.MustCompile(`<tr id="g-[^"]+" class="differ">`).FindAllString(dom, -1)); n != 3 {
+		t.Errorf("the page shows %d differing rows, want 3", n)
+	}
+	if !strings.Contains(dom, `data-differences="3"`) || !strings.Contains(dom, `href="#g-PS-14"`) {
+		t.Errorf("the page lacks the count of differences or the link to PS-14:\n%.2000s", dom)
+	}
+}

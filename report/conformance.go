@@ -367,6 +367,9 @@ func ConformanceJUnit(rep *ConformanceReport) JUnitSuites {
 				Type: "Illegal", Text: strings.Join(lines, "\n")}
 		case StatusNotCovered:
 			c.Skipped = &JUnitMessage{Message: "not covered by any run"}
+			if len(row.SpecsSkipped) > 0 {
+				c.Skipped.Message = "not covered: skipped " + row.SpecsSkipped[0]
+			}
 		case StatusUnknown:
 			c.Skipped = &JUnitMessage{Message: fmt.Sprintf("judged by %d runs, none decided", len(row.Unknown))}
 		default:

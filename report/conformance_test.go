@@ -173,7 +173,7 @@ func TestConformanceSpecs(t *testing.T) {
 	specs := []SpecResult{
 		{Name: "PR-1 probe", IDs: []string{"PR-1"}, State: StatusPassed},
 		{Name: "TS-1 probe", IDs: []string{"TS-1"}, State: StatusFailed, Failure: "accepted maxSkew 0"},
-		{Name: "PR-5 probe", IDs: []string{"PR-5"}, State: "skipped"},
+		{Name: "PR-5 probe", IDs: []string{"PR-5"}, State: "skipped", Reason: "not covered on kube: no such thing there\nstack"},
 		{Name: "PS-1 spec", IDs: []string{"PS-1"}, State: StatusPassed},
 	}
 	b, _ := json.Marshal(specs)
@@ -196,6 +196,25 @@ func TestConformanceSpecs(t *testing.T) {
 	}
 	if rep.Totals.Failed != 1 || rep.Totals.Passed != 2 || rep.Totals.Covered != 3 {
 		t.Errorf("totals %+v", rep.Totals)
+	}
+	// A skipped spec's reason is kept, on the page and in the JUnit file.
+	for _, r := range rep.Rows {
+		if r.ID == "PR-5" && !cmp.Equal(r.SpecsSkipped, []string{"PR-5 probe: not covered on kube: no such thing there"}) {
+			t.Errorf("PR-5 skipped specs %q", r.SpecsSkipped)
+		}
+		if r.ID == "TS-1" && !cmp.Equal(r.SpecFailures, []string{"TS-1 probe: accepted maxSkew 0"}) {
+			t.Errorf("TS-1 spec failures %q", r.SpecFailures)
+		}
+	}
+	page, _ := os.ReadFile(filepath.Join(store, ConformanceHTMLFile))
+	if !strings.Contains(string(page), "skipped: PR-5 probe: not covered on kube: no such thing there") {
+		t.Errorf("conformance.html lacks PR-5's skip reason")
+	}
+	j := readJUnit(t, filepath.Join(store, ConformanceJUnitFile))
+	for _, c := range j.Suites[0].Cases {
+		if strings.HasPrefix(c.Name, "PR-5 ") && (c.Skipped == nil || !strings.Contains(c.Skipped.Message, "not covered: skipped PR-5 probe: not covered on kube")) {
+			t.Errorf("PR-5 case %+v", c)
+		}
 	}
 	os.WriteFile(filepath.Join(store, SpecsFile), []byte("["), 0o644)
 	if _, err := ConformanceDir(store); err == nil || !strings.Contains(err.Error(), SpecsFile) {
