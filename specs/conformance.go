@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -40,11 +41,99 @@ var ConformanceRuns = map[string]Scenario{
 		NemesisInterval: Duration(3 * time.Second), Duration: Duration(10 * time.Second), Seed: 17},
 }
 
+// ConformanceKube says how each conformance run is made on the kube target
+// (ConformanceSuite.Target kube): the same workload, seed and shape as in
+// ConformanceRuns, run on a real control plane at time scale 1 for long
+// enough that the workloads, paced at one operation per ~2 s there, do
+// something worth judging, with only faults the kube target has. Each
+// entry is the kube form of the run of that name; a run the kube target
+// cannot make is in ConformanceNotOnKube instead.
+var ConformanceKube = map[string]Scenario{
+	// The registers through two kube-apiservers over three etcd members
+	// under every partition shape the target has (ring needs five members
+	// and is left out by the schedule). The watchers watch through one API
+	// server and read through the other, so read-after-watch and the lists
+	// cross API servers. The register workload is not paced: 60 s is
+	// thousands of operations.
+	"store": {Workload: "register", Nemesis: []string{"partition"},
+		Kube:            &KubeScenario{APIServers: 2},
+		NemesisInterval: Duration(5 * time.Second), Duration: Duration(60 * time.Second), Seed: 11},
+	// Pets under node partitions and kubelet crashes, as embedded, without
+	// RWO volumes (the kube target has no storage server). Partitions of
+	// 5-15 s straddle the node monitor's 10 s grace, so some nodes go
+	// NotReady and their pods are evicted (tolerations of 10 s), others come
+	// back first; 90 s is ~45 pet operations.
+	"pets": {Workload: "pets", Nemesis: []string{"partition-node", "kill-kubelet"},
+		NemesisInterval: Duration(10 * time.Second), Duration: Duration(90 * time.Second), Seed: 12},
+	// ReplicaSets under kubelet crashes and kube-controller-manager crashes
+	// (kill-controller kills the whole process there).
+	"replicas": {Workload: "replicas-grace", Nemesis: []string{"kill-kubelet", "kill-controller"},
+		NemesisInterval: Duration(8 * time.Second), Duration: Duration(90 * time.Second), Seed: 14},
+	// Every kind of pod lifecycle without faults. The crash loops' back-off
+	// runs in real time here (10 s, 20 s, 40 s ...), so 120 s sees a few
+	// restarts of each.
+	"lifecycle": {Workload: "lifecycle", Nemesis: []string{"none"}, Duration: Duration(120 * time.Second), Seed: 15},
+	// Priority classes, budgets and preemption by kube-scheduler, without
+	// faults: 120 s is ~60 operations, several preemptions.
+	"priority": {Workload: "priority", Nemesis: []string{"none"}, Duration: Duration(120 * time.Second), Seed: 16},
+	// Topology spread, with kube-scheduler killed now and then.
+	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"},
+		NemesisInterval: Duration(10 * time.Second), Duration: Duration(90 * time.Second), Seed: 17},
+}
+
+// ConformanceNotOnKube names the conformance runs the kube target cannot
+// make, each with why; the guarantees proven only by them are not covered
+// on kube.
+var ConformanceNotOnKube = map[string]string{
+	"fencing": "podsafe's fencing controller and storage agent (and the RWO volumes they guard) do not run on the kube target",
+}
+
+// ErrNotOnTarget means a conformance run cannot be made on the suite's
+// target; the error says why.
+var ErrNotOnTarget = errors.New("not covered on this target")
+
+// ConformanceScenario is the scenario of the conformance run called name on
+// target (TargetEmbedded, "" or TargetKube). The error wraps ErrNotOnTarget
+// when the target cannot make that run, ErrInvalidScenario when there is no
+// such run or target.
+func ConformanceScenario(target, name string) (Scenario, error) {
+	s, ok := ConformanceRuns[name]
+	if !ok {
+		return Scenario{}, fmt.Errorf("%w: no conformance run %q", ErrInvalidScenario, name)
+	}
+	switch target {
+	case "", TargetEmbedded:
+		s.Name = "conformance-" + name
+		return s, nil
+	case TargetKube:
+		if why, ok := ConformanceNotOnKube[name]; ok {
+			return Scenario{}, fmt.Errorf("%w: conformance run %s on kube: %s", ErrNotOnTarget, name, why)
+		}
+		k, ok := ConformanceKube[name]
+		if !ok {
+			return Scenario{}, fmt.Errorf("%w: conformance run %s has no kube form (ConformanceKube)", ErrNotOnTarget, name)
+		}
+		k.Name = "conformance-kube-" + name
+		k.Target = TargetKube
+		k.TimeScale = 1
+		if k.Kube != nil {
+			kc := *k.Kube
+			k.Kube = &kc
+		}
+		return k, nil
+	default:
+		return Scenario{}, fmt.Errorf("%w: target %q: choose embedded or kube", ErrInvalidScenario, target)
+	}
+}
+
 // ConformanceSuite runs the conformance scenarios on demand, each at most
 // once, and remembers their outcomes. It is safe for concurrent use.
 type ConformanceSuite struct {
 	// StoreDir is where the runs are written.
 	StoreDir string
+	// Target is the system the runs are made on: TargetEmbedded (or empty)
+	// runs ConformanceRuns, TargetKube their kube forms (ConformanceScenario).
+	Target string
 
 	mu   sync.Mutex
 	runs map[string]*conformanceRun
@@ -56,12 +145,13 @@ type conformanceRun struct {
 	err  error
 }
 
-// Outcome runs the conformance scenario called name unless it ran already,
-// and returns its outcome.
+// Outcome runs the conformance scenario called name on the suite's target
+// unless it ran already, and returns its outcome. The error wraps
+// ErrNotOnTarget when the target cannot make that run.
 func (cs *ConformanceSuite) Outcome(ctx context.Context, name string) (*Outcome, error) {
-	s, ok := ConformanceRuns[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: no conformance run %q", ErrInvalidScenario, name)
+	s, err := ConformanceScenario(cs.Target, name)
+	if err != nil {
+		return nil, err
 	}
 	cs.mu.Lock()
 	if cs.runs == nil {
@@ -74,7 +164,6 @@ func (cs *ConformanceSuite) Outcome(ctx context.Context, name string) (*Outcome,
 	}
 	cs.mu.Unlock()
 	r.once.Do(func() {
-		s.Name = "conformance-" + name
 		r.out, r.err = Run(ctx, s, RunOptions{StoreDir: cs.StoreDir})
 	})
 	return r.out, r.err
