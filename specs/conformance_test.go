@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,8 +22,10 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/fencing"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/report"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/target/kube"
 	"github.com/podsafe/podsafe/target/kube/binaries"
 )
 
@@ -377,3 +380,70 @@ var _ = ReportAfterSuite("conformance report", func(r Report) {
 	_, err = report.ConformanceDir(store)
 	Expect(err).NotTo(HaveOccurred())
 })
+
+// TestConformanceScenarios: every conformance run has a kube form or a
+// reason it has none; each kube form is valid, keeps its run's workload and
+// seed, runs at time scale 1 for at least a minute, and names only faults
+// the kube target of its shape offers (with network namespaces; a group such
+// as partition needs one of its faults offered, the schedule leaves the
+// others out). The embedded forms are ConformanceRuns as they are.
+func TestConformanceScenarios(t *testing.T) {
+	for name, run := range specs.ConformanceRuns {
+		s, err := specs.ConformanceScenario(specs.TargetEmbedded, name)
+		if err != nil || s.Name != "conformance-"+name || s.Duration != run.Duration || s.Target != "" {
+			t.Errorf("%s on embedded: %+v, %v; want ConformanceRuns[%q] named conformance-%s", name, s, err, name, name)
+		}
+		k, err := specs.ConformanceScenario(specs.TargetKube, name)
+		if why, ok := specs.ConformanceNotOnKube[name]; ok {
+			if !errors.Is(err, specs.ErrNotOnTarget) || !strings.Contains(err.Error(), why) {
+				t.Errorf("%s on kube: %v, want ErrNotOnTarget saying %q", name, err, why)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s on kube: %v", name, err)
+			continue
+		}
+		if k.Target != specs.TargetKube || k.TimeScale != 1 || k.Workload != run.Workload || k.Seed != run.Seed ||
+			time.Duration(k.Duration) < time.Minute || k.Name != "conformance-kube-"+name {
+			t.Errorf("%s on kube: %+v", name, k)
+		}
+		k.Defaults()
+		if err := k.Validate(); err != nil {
+			t.Errorf("%s on kube: %v", name, err)
+			continue
+		}
+		var nodes []string
+		for _, n := range k.Topology.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+		plan, err := kube.Plan(kube.Config{Etcd: k.Topology.Members, APIServers: k.Kube.APIServers, Network: kube.NetworkNamespaces}, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range k.Nemesis {
+			if n == "none" {
+				continue
+			}
+			faults, err := nemesis.Lookup(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offered := 0
+			for _, f := range faults {
+				if f.Available(plan) {
+					offered++
+				}
+			}
+			if offered == 0 || len(faults) == 1 && offered != 1 {
+				t.Errorf("%s on kube: fault %s: %d of %d offered by the kube target", name, n, offered, len(faults))
+			}
+		}
+	}
+	if _, err := specs.ConformanceScenario("elsewhere", "pets"); !errors.Is(err, specs.ErrInvalidScenario) {
+		t.Errorf("an unknown target: %v", err)
+	}
+	if _, err := specs.ConformanceScenario(specs.TargetKube, "nope"); !errors.Is(err, specs.ErrInvalidScenario) {
+		t.Errorf("an unknown run: %v", err)
+	}
+}
