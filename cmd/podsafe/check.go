@@ -31,6 +31,7 @@ func newCheckCmd() *cobra.Command {
 			}
 			if prev, err := report.ReadResults(dir); err == nil {
 				res.Ops, res.Started, res.Finished, res.Rerun, res.Error = prev.Ops, prev.Started, prev.Finished, prev.Rerun, prev.Error
+				res.Target = prev.Target
 			}
 			if err := report.WriteResults(dir, *res); err != nil {
 				return &exitError{code: exitCrashed, err: err}
