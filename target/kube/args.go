@@ -51,7 +51,7 @@ func hostport(a netip.Addr, port int) string {
 func (l *layout) etcdURLs() string {
 	urls := make([]string, len(l.etcd))
 	for i, a := range l.etcd {
-		urls[i] = "http://" + hostport(a, EtcdClientPort)
+		urls[i] = "https://" + hostport(a, EtcdClientPort)
 	}
 	return strings.Join(urls, ",")
 }
@@ -64,22 +64,31 @@ func (l *layout) auditLog(i int) string {
 	return filepath.Join(l.dir, "audit", apiServerName(i)+".log")
 }
 
-// etcdArgs is member i's command line. A restarted member finds its data
-// directory and ignores the initial-cluster flags.
+// etcdArgs is member i's command line: TLS for clients and peers, both
+// required to present a certificate of the cluster CA. A restarted member
+// finds its data directory and ignores the initial-cluster flags.
 func (l *layout) etcdArgs(i int) []string {
 	name := etcdName(i)
 	var initial []string
 	for j, a := range l.etcd {
-		initial = append(initial, fmt.Sprintf("%s=http://%s", etcdName(j), hostport(a, EtcdPeerPort)))
+		initial = append(initial, fmt.Sprintf("%s=https://%s", etcdName(j), hostport(a, EtcdPeerPort)))
 	}
 	addr := l.etcd[i]
 	return []string{
 		"--name=" + name,
 		"--data-dir=" + filepath.Join(l.dir, "data", name),
-		"--listen-client-urls=http://" + hostport(addr, EtcdClientPort),
-		"--advertise-client-urls=http://" + hostport(addr, EtcdClientPort),
-		"--listen-peer-urls=http://" + hostport(addr, EtcdPeerPort),
-		"--initial-advertise-peer-urls=http://" + hostport(addr, EtcdPeerPort),
+		"--listen-client-urls=https://" + hostport(addr, EtcdClientPort),
+		"--advertise-client-urls=https://" + hostport(addr, EtcdClientPort),
+		"--listen-peer-urls=https://" + hostport(addr, EtcdPeerPort),
+		"--initial-advertise-peer-urls=https://" + hostport(addr, EtcdPeerPort),
+		"--cert-file=" + l.pki.EtcdCert[i],
+		"--key-file=" + l.pki.EtcdKey[i],
+		"--trusted-ca-file=" + l.pki.CAFile,
+		"--client-cert-auth=true",
+		"--peer-cert-file=" + l.pki.EtcdCert[i],
+		"--peer-key-file=" + l.pki.EtcdKey[i],
+		"--peer-trusted-ca-file=" + l.pki.CAFile,
+		"--peer-client-cert-auth=true",
 		"--initial-cluster=" + strings.Join(initial, ","),
 		"--initial-cluster-state=new",
 		"--initial-cluster-token=podsafe-" + l.runID,
@@ -97,6 +106,9 @@ func (l *layout) apiServerArgs(i int) []string {
 		"--bind-address=" + a.String(),
 		"--secure-port=" + strconv.Itoa(APIServerPort),
 		"--etcd-servers=" + l.etcdURLs(),
+		"--etcd-cafile=" + l.pki.CAFile,
+		"--etcd-certfile=" + l.pki.EtcdClientCert,
+		"--etcd-keyfile=" + l.pki.EtcdClientKey,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + l.pki.ServingCert,

@@ -63,6 +63,9 @@ type Cluster struct {
 	comps []target.Component
 	hosts map[string]netip.Addr // every host's address
 	kl    *kubelets
+	// etcdHTTP talks to etcd's gateway over TLS with the client
+	// certificate (health, leader).
+	etcdHTTP *http.Client
 
 	exitsInRow map[string]int
 	lastExit   map[string]time.Time
@@ -127,11 +130,17 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 		}
 		lay.api = append(lay.api, a)
 	}
-	var apiIPs []net.IP
+	var apiIPs, etcdIPs []net.IP
 	for _, a := range lay.api {
 		apiIPs = append(apiIPs, a.AsSlice())
 	}
-	if lay.pki, err = newPKI(c.cfg.Dir, apiIPs); err != nil {
+	for _, a := range lay.etcd {
+		etcdIPs = append(etcdIPs, a.AsSlice())
+	}
+	if lay.pki, err = newPKI(c.cfg.Dir, apiIPs, etcdIPs); err != nil {
+		return err
+	}
+	if c.etcdHTTP, err = etcdClient(lay.pki); err != nil {
 		return err
 	}
 	c.users = newUsers(nodes)
@@ -162,7 +171,7 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 		}
 	}
 	for i := range c.cfg.Etcd {
-		if err := c.waitReady(ctx, etcdName(i), func(ctx context.Context) error { return etcdHealthy(ctx, lay.etcd[i]) }); err != nil {
+		if err := c.waitReady(ctx, etcdName(i), func(ctx context.Context) error { return c.etcdHealthy(ctx, i) }); err != nil {
 			return err
 		}
 	}
@@ -326,12 +335,30 @@ func (c *Cluster) waitReady(ctx context.Context, name string, ready func(context
 	}
 }
 
-func etcdHealthy(ctx context.Context, a netip.Addr) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport(a, EtcdClientPort)+"/health", nil)
+// etcdClient is the harness's HTTPS client of etcd: it trusts the cluster
+// CA and presents the etcd client certificate.
+func etcdClient(p *pki) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(p.EtcdClientCert, p.EtcdClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the etcd client certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.CAPEM)
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}}, nil
+}
+
+// etcdURL is etcd member i's client URL.
+func (c *Cluster) etcdURL(i int) string { return "https://" + hostport(c.lay.etcd[i], EtcdClientPort) }
+
+// etcdHealthy asks etcd member i's /health.
+func (c *Cluster) etcdHealthy(ctx context.Context, i int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.etcdURL(i)+"/health", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.etcdHTTP.Do(req)
 	if err != nil {
 		return err
 	}
@@ -476,11 +503,6 @@ func (c *Cluster) CertPool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AppendCertsFromPEM(c.lay.pki.CAPEM)
 	return p
-}
-
-// tlsConfig trusts the cluster CA.
-func (c *Cluster) tlsConfig() *tls.Config {
-	return &tls.Config{RootCAs: c.CertPool(), MinVersion: tls.VersionTLS12}
 }
 
 // AuditLogs are the API servers' audit log files.

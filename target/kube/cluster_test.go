@@ -2,8 +2,10 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,6 +163,24 @@ func TestKubeTarget(t *testing.T) {
 		}
 	})
 
+	t.Run("etcd-tls", func(t *testing.T) {
+		// etcd serves TLS only and wants a client certificate of the
+		// cluster CA, as the API servers present.
+		if err := c.etcdHealthy(ctx, 0); err != nil {
+			t.Fatalf("with the client certificate: %v", err)
+		}
+		noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.CertPool(), MinVersion: tls.VersionTLS12}}}
+		if resp, err := noCert.Get(c.etcdURL(0) + "/health"); err == nil {
+			resp.Body.Close()
+			t.Errorf("etcd answered a client without a certificate: %s", resp.Status)
+		}
+		plain := &http.Client{Timeout: 3 * time.Second}
+		if resp, err := plain.Get("http://" + hostport(c.lay.etcd[0], EtcdClientPort) + "/health"); err == nil && resp.StatusCode == http.StatusOK {
+			resp.Body.Close()
+			t.Error("etcd answered plain HTTP")
+		}
+	})
+
 	t.Run("kill-etcd-leader", func(t *testing.T) {
 		leader, err := c.Leader(ctx)
 		if err != nil {
@@ -182,7 +202,7 @@ func TestKubeTarget(t *testing.T) {
 		if err := c.Restart(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		eventually(ctx, t, name+" healthy again on its data", func() error { return etcdHealthy(ctx, c.lay.etcd[leader]) })
+		eventually(ctx, t, name+" healthy again on its data", func() error { return c.etcdHealthy(ctx, leader) })
 		waitReadyReplicas(ctx, t, cs, 2)
 	})
 
@@ -280,7 +300,7 @@ func TestKubeTarget(t *testing.T) {
 			t.Error("a write went through an API server cut from etcd")
 		}
 		for i := range c.lay.etcd {
-			if err := etcdHealthy(ctx, c.lay.etcd[i]); err != nil {
+			if err := c.etcdHealthy(ctx, i); err != nil {
 				t.Errorf("etcd-%d unhealthy while only its API client was cut: %v", i, err)
 			}
 		}

@@ -35,6 +35,12 @@ type pki struct {
 	FrontProxyCA string
 	// SAKey and SAPub: the service-account token signing key pair.
 	SAKey, SAPub string
+	// EtcdCert and EtcdKey are each etcd member's certificate and key,
+	// serving its clients and peers and presented to its peers.
+	EtcdCert, EtcdKey []string
+	// EtcdClientCert and EtcdClientKey: the client certificate the API
+	// servers (and the harness) present to etcd.
+	EtcdClientCert, EtcdClientKey string
 }
 
 // certLifetime is long enough for any run and short enough that a left-over
@@ -42,8 +48,10 @@ type pki struct {
 const certLifetime = 7 * 24 * time.Hour
 
 // newPKI writes the material into dir/pki for API servers reachable at
-// addrs (plus localhost and the in-cluster service names).
-func newPKI(dir string, addrs []net.IP) (*pki, error) {
+// addrs (plus localhost and the in-cluster service names) and etcd members
+// at etcd: etcd serves its clients and peers over TLS and requires client
+// certificates of both, as kubeadm sets it up.
+func newPKI(dir string, addrs, etcd []net.IP) (*pki, error) {
 	p := &pki{dir: filepath.Join(dir, "pki")}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating pki directory: %w", err)
@@ -58,7 +66,7 @@ func newPKI(dir string, addrs []net.IP) (*pki, error) {
 	}
 	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}, addrs...)
 	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
-	certPEM, keyPEM, err := signedServing(caKey, caCert, "kube-apiserver", dns, ips)
+	certPEM, keyPEM, err := signedCert(caKey, caCert, "kube-apiserver", dns, ips, x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +74,33 @@ func newPKI(dir string, addrs []net.IP) (*pki, error) {
 		return nil, err
 	}
 	if p.ServingKey, err = p.write("apiserver.key", keyPEM); err != nil {
+		return nil, err
+	}
+	for i, ip := range etcd {
+		name := fmt.Sprintf("etcd-%d", i)
+		certPEM, keyPEM, err := signedCert(caKey, caCert, name, []string{"localhost", name}, []net.IP{ip, net.ParseIP("127.0.0.1")},
+			x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+		if err != nil {
+			return nil, err
+		}
+		crt, err := p.write(name+".crt", certPEM)
+		if err != nil {
+			return nil, err
+		}
+		key, err := p.write(name+".key", keyPEM)
+		if err != nil {
+			return nil, err
+		}
+		p.EtcdCert, p.EtcdKey = append(p.EtcdCert, crt), append(p.EtcdKey, key)
+	}
+	certPEM, keyPEM, err = signedCert(caKey, caCert, "kube-apiserver-etcd-client", nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	if p.EtcdClientCert, err = p.write("etcd-client.crt", certPEM); err != nil {
+		return nil, err
+	}
+	if p.EtcdClientKey, err = p.write("etcd-client.key", keyPEM); err != nil {
 		return nil, err
 	}
 	_, _, fpPEM, err := selfSignedCA("podsafe-front-proxy-ca")
@@ -137,7 +172,9 @@ func selfSignedCA(cn string) (*ecdsa.PrivateKey, *x509.Certificate, []byte, erro
 	return key, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
-func signedServing(caKey crypto.Signer, ca *x509.Certificate, cn string, dns []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+// signedCert makes a key and a certificate for cn, signed by ca, valid for
+// the names and addresses given and for usages.
+func signedCert(caKey crypto.Signer, ca *x509.Certificate, cn string, dns []string, ips []net.IP, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating the %s key: %w", cn, err)
@@ -152,7 +189,7 @@ func signedServing(caKey crypto.Signer, ca *x509.Certificate, cn string, dns []s
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(certLifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  usages,
 		DNSNames:     dns,
 		IPAddresses:  ips,
 	}

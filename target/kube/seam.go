@@ -79,9 +79,12 @@ func (c *Cluster) Members() int { return c.cfg.Etcd }
 
 // Leader asks the etcd members which of them leads.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	if c.etcdHTTP == nil {
+		return -1, fmt.Errorf("no etcd leader known: the cluster is not started")
+	}
 	var errs []string
-	for i, a := range c.lay.etcd {
-		st, err := etcdStatus(ctx, "http://"+hostport(a, EtcdClientPort))
+	for i := range c.lay.etcd {
+		st, err := etcdStatus(ctx, c.etcdHTTP, c.etcdURL(i))
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", etcdName(i), err))
 			continue
@@ -89,7 +92,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		if st.Leader == "" || st.Leader == "0" {
 			continue
 		}
-		members, err := etcdMembers(ctx, "http://"+hostport(a, EtcdClientPort))
+		members, err := etcdMembers(ctx, c.etcdHTTP, c.etcdURL(i))
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", etcdName(i), err))
 			continue
@@ -116,13 +119,13 @@ type etcdMember struct {
 	Name string `json:"name"`
 }
 
-func etcdPost(ctx context.Context, url string, out any) error {
+func etcdPost(ctx context.Context, client *http.Client, url string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -133,17 +136,17 @@ func etcdPost(ctx context.Context, url string, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-func etcdStatus(ctx context.Context, base string) (etcdStatusResponse, error) {
+func etcdStatus(ctx context.Context, client *http.Client, base string) (etcdStatusResponse, error) {
 	var st etcdStatusResponse
-	err := etcdPost(ctx, base+"/v3/maintenance/status", &st)
+	err := etcdPost(ctx, client, base+"/v3/maintenance/status", &st)
 	return st, err
 }
 
-func etcdMembers(ctx context.Context, base string) ([]etcdMember, error) {
+func etcdMembers(ctx context.Context, client *http.Client, base string) ([]etcdMember, error) {
 	var out struct {
 		Members []etcdMember `json:"members"`
 	}
-	err := etcdPost(ctx, base+"/v3/cluster/member/list", &out)
+	err := etcdPost(ctx, client, base+"/v3/cluster/member/list", &out)
 	return out.Members, err
 }
 
