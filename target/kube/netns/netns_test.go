@@ -2,9 +2,12 @@ package netns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -375,13 +378,28 @@ func waitKilled(t *testing.T, cmd *exec.Cmd) {
 // namespace.
 func assertNoAddr(t *testing.T, n *Network) {
 	t.Helper()
-	used, err := usedPrefixes(context.Background())
+	// Only the network's own links count: once freed, its /24 may be taken
+	// at once by another network of another process (go test runs
+	// packages in parallel).
+	out, err := exec.Command("ip", "-j", "-4", "addr", "show").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range used {
-		if n.Subnet().Overlaps(p) {
-			t.Errorf("%s of the closed network's %s remains", p, n.Subnet())
+	var links []struct {
+		Name  string `json:"ifname"`
+		Addrs []struct {
+			Local string `json:"local"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if !strings.HasPrefix(l.Name, n.Prefix()+"-") {
+			continue
+		}
+		for _, a := range l.Addrs {
+			t.Errorf("%s of the closed network remains on %s", a.Local, l.Name)
 		}
 	}
 }
@@ -413,4 +431,38 @@ func TestCutPort(t *testing.T) {
 	if rules := mustRules(t, n); strings.Contains(rules, "podsafe cut") {
 		t.Fatalf("rules left:\n%s", rules)
 	}
+}
+
+// TestSweepStale: a network whose owner process died (a SIGKILLed run) is
+// removed by the next New, whatever its prefix; a live one is not.
+func TestSweepStale(t *testing.T) {
+	needRoot(t)
+	dead := testPrefix(t)
+	n, err := New(t.Context(), Options{Prefix: dead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AddHost(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	// Its owner "dies": a process that has exited.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ownerDir(), dead), []byte(fmt.Sprintf("%d 1\n", cmd.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live := newNet(t) // its New sweeps the dead network
+	assertGone(t, dead)
+	if _, err := os.Stat(filepath.Join(ownerDir(), dead)); !os.IsNotExist(err) {
+		t.Errorf("the dead network's owner file is still there: %v", err)
+	}
+	body, err := os.ReadFile(filepath.Join(ownerDir(), live.Prefix()))
+	if err != nil || !ownerAlive(string(body)) {
+		t.Errorf("the live network's owner %q (%v) is not this process", body, err)
+	}
+	n.mu.Lock()
+	n.closed = true // already removed by the sweep
+	n.mu.Unlock()
 }

@@ -87,6 +87,9 @@ func New(ctx context.Context, opts Options) (*Network, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := sweepStale(ctx, log); err != nil {
+		log.Warn("netns: leftovers of dead runs", "err", err)
+	}
 	left, err := leftovers(ctx, n.prefix)
 	if err != nil {
 		return nil, err
@@ -110,6 +113,9 @@ func New(ctx context.Context, opts Options) (*Network, error) {
 			err = errors.Join(err, fmt.Errorf("netns: removing the half-made network: %w", cerr))
 		}
 		return nil, err
+	}
+	if err := writeOwner(n.prefix); err != nil {
+		log.Warn("netns: a killed run would leave this network behind", "err", err)
 	}
 	log.Info("netns: network up", "prefix", n.prefix, "subnet", n.subnet, "gateway", n.gw)
 	return n, nil
@@ -227,6 +233,7 @@ func (n *Network) Close() error {
 	if err := cleanup(ctx, n.prefix, n.log); err != nil {
 		return err
 	}
+	removeOwner(n.prefix)
 	n.log.Info("netns: network closed", "prefix", n.prefix)
 	return nil
 }
