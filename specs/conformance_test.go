@@ -114,6 +114,9 @@ type judgedBy struct {
 	// inputOnly: the checker need only have had input (Stats.Ops); also
 	// asserts what was covered.
 	inputOnly bool
+	// notOnKube, when set, says why the kube form of the run cannot judge
+	// the guarantee; the spec is skipped there with that reason.
+	notOnKube string
 }
 
 // family is the family of a guarantee ID: LC-3 → LC.
@@ -206,6 +209,7 @@ var judged = []judgedBy{
 			Expect(fencedNodes(h)).NotTo(BeEmpty(), "the run fenced a node")
 		}},
 	{id: "PS-15", run: "fencing", what: "no two nodes' writes to one RWO volume interleave; a fenced node's writes are refused",
+		notOnKube: "no RWO volumes on the kube target yet: its pets run without claim templates, so no volume write is there to judge",
 		also: func(h *history.History, _ []checker.Result) {
 			Expect(ledgerActions(h)[history.LedgerWrite]).To(BeNumerically(">", 0), "pets wrote their volumes")
 		}},
@@ -236,6 +240,9 @@ var judged = []judgedBy{
 var _ = Describe("conformance", Label("conformance"), func() {
 	for _, j := range judged {
 		It(j.id+": "+j.what, Label(j.id, family(j.id)), func(ctx SpecContext) {
+			if j.notOnKube != "" && conformanceTarget == specs.TargetKube {
+				Skip("not covered on kube: " + j.notOnKube)
+			}
 			out, h := outcome(ctx, j.run)
 			expectJudgedOk(out, j.id, j.inputOnly)
 			if j.also != nil {
@@ -417,7 +424,7 @@ func TestConformanceScenarios(t *testing.T) {
 		for _, n := range k.Topology.Nodes {
 			nodes = append(nodes, n.Name)
 		}
-		plan, err := kube.Plan(kube.Config{Etcd: k.Topology.Members, APIServers: k.Kube.APIServers, Network: kube.NetworkNamespaces}, nodes)
+		plan, err := kube.Plan(kube.Config{Etcd: k.Topology.Members, APIServers: k.Kube.APIServers, Network: kube.NetworkNamespaces}, nodes, k.Fencing)
 		if err != nil {
 			t.Fatal(err)
 		}

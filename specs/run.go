@@ -163,7 +163,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	switch s.Target {
 	case TargetKube:
 		adaptToKube(w)
-		sys, err = startKubeSystem(ctx, s, rec, log, res.Dir)
+		sys, err = startKubeSystem(ctx, s, w, rec, log, res.Dir)
 	default:
 		sys, err = startEmbedded(ctx, s, w, rec, log, res.Dir)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,8 @@ var storeResourceGVRs = map[string]schema.GroupVersionResource{
 // and the audit-log tailer, and the workload's clients. Its stop ends the
 // followers and the tailer (draining the audit logs into the history) and
 // stops the cluster.
-func startKubeSystem(ctx context.Context, s Scenario, rec *history.Recorder, log *slog.Logger, dir string) (_ *system, err error) {
+func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *history.Recorder, log *slog.Logger, dir string) (_ *system, err error) {
+	fencingOn := s.Fencing || w.Needs().Fencing
 	bins, err := binaries.Cached(binaries.Options{Versions: binaries.Versions{Kubernetes: s.Kube.Version, Etcd: s.Kube.Etcd}})
 	if err != nil {
 		return nil, err
@@ -124,6 +126,22 @@ func startKubeSystem(ctx context.Context, s Scenario, rec *history.Recorder, log
 	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport}); err != nil {
 		stopRec()
 		return nil, fmt.Errorf("starting podsafe's kubelets on the kube target: %w", err)
+	}
+	if fencingOn {
+		// podsafe's fencing controller, an ordinary client of the real
+		// API servers, its calls recorded under its podsafe identity.
+		opts := kube.FencingOptions{Enabled: true, Agents: s.FenceAgents,
+			WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityFencingController}
+		if err := c.StartFencing(startCtx, opts); err != nil {
+			stopRec()
+			return nil, fmt.Errorf("starting podsafe's fencing controller on the kube target: %w", err)
+		}
+		agents := s.FenceAgents
+		if len(agents) == 0 {
+			agents = kube.DefaultFenceAgents
+		}
+		rec.Log("fencing controller started", map[string]string{
+			"agents": strings.Join(agents, ","), "threshold": kube.DefaultFenceThreshold.String(), "user": kube.FencingUser})
 	}
 	clientFor := func(i int) (kubernetes.Interface, error) {
 		rc, err := c.RESTConfig(kube.WorkloadUser, "", i)

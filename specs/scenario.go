@@ -63,7 +63,8 @@ type Scenario struct {
 	// does not ask for it.
 	Fencing bool `json:"fencing,omitempty"`
 	// FenceAgents names the fence agents in order (storage, power,
-	// network); empty means the cluster's default (storage, then power).
+	// network); empty means the target's default (embedded: storage, then
+	// power; kube, which has no storage server: power).
 	FenceAgents []string `json:"fenceAgents,omitempty"`
 	// BypassAuthority makes the API servers log their authority refusals
 	// and let the requests through (cluster.Config.BypassAuthority): the
@@ -225,9 +226,16 @@ func (s *Scenario) Validate() error {
 	default:
 		return fmt.Errorf("%w: target %q: choose embedded or kube", ErrInvalidScenario, s.Target)
 	}
+	agents := cluster.FenceAgentNames
+	if s.Target == TargetKube {
+		agents = kube.FenceAgentNames
+	}
 	for _, a := range s.FenceAgents {
-		if !slices.Contains(cluster.FenceAgentNames, a) {
-			return fmt.Errorf("%w: fence agent %q is unknown; choose from %s", ErrInvalidScenario, a, strings.Join(cluster.FenceAgentNames, ", "))
+		if !slices.Contains(agents, a) {
+			if s.Target == TargetKube && slices.Contains(cluster.FenceAgentNames, a) {
+				return fmt.Errorf("%w: fence agent %q is not on the kube target, which has no shared storage server; choose from %s", ErrInvalidScenario, a, strings.Join(agents, ", "))
+			}
+			return fmt.Errorf("%w: fence agent %q is unknown; choose from %s", ErrInvalidScenario, a, strings.Join(agents, ", "))
 		}
 	}
 	for _, b := range s.Bugs {

@@ -20,6 +20,7 @@ func newListCmd() *cobra.Command {
 		members, nodes int
 		apiServers     int
 		network        string
+		fencingOn      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -32,7 +33,7 @@ func newListCmd() *cobra.Command {
 			switch targetName {
 			case "embedded":
 			case "kube":
-				return listKube(out, members, apiServers, nodes, network)
+				return listKube(out, members, apiServers, nodes, network, fencingOn)
 			default:
 				return &exitError{code: exitUsage, err: fmt.Errorf("--target %q: choose embedded or kube", targetName)}
 			}
@@ -83,13 +84,14 @@ func newListCmd() *cobra.Command {
 	fl.IntVar(&apiServers, "apiservers", 1, "kube target: kube-apiservers")
 	fl.IntVar(&nodes, "nodes", 3, "kube target: podsafe's nodes")
 	fl.StringVar(&network, "network", kube.NetworkAuto, "kube target: auto, namespaces or loopback")
+	fl.BoolVar(&fencingOn, "fencing", false, "kube target: with podsafe's fencing controller (as podsafe test --fencing runs it)")
 	return cmd
 }
 
 // kubeMissing says why faults that need a component the kube target lacks
 // are not offered there.
 var kubeMissing = map[string]string{
-	"kill-fencing":      "podsafe's fencing controller does not run on the kube target yet",
+	"kill-fencing":      "podsafe's fencing controller runs only with --fencing",
 	"partition-storage": "no shared storage server on the kube target (pets run there without RWO volumes)",
 	"pause-kubelet":     "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces",
 	"ring":              "needs 5 etcd members (--members 5)",
@@ -97,16 +99,20 @@ var kubeMissing = map[string]string{
 
 // listKube prints every fault with whether the kube target of that shape
 // offers it here, and why not.
-func listKube(out io.Writer, members, apiServers, nodes int, network string) error {
+func listKube(out io.Writer, members, apiServers, nodes int, network string, fencingOn bool) error {
 	var names []string
 	for i := range nodes {
 		names = append(names, fmt.Sprintf("node-%d", i))
 	}
-	c, err := kube.Plan(kube.Config{Etcd: members, APIServers: apiServers, Network: network}, names)
+	c, err := kube.Plan(kube.Config{Etcd: members, APIServers: apiServers, Network: network}, names, fencingOn)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	fmt.Fprintf(out, "Nemeses on the kube target (%d etcd, %d kube-apiserver, %d nodes, network %s):\n", members, apiServers, nodes, c.NetworkMode())
+	withFencing := ""
+	if fencingOn {
+		withFencing = ", fencing controller"
+	}
+	fmt.Fprintf(out, "Nemeses on the kube target (%d etcd, %d kube-apiserver, %d nodes%s, network %s):\n", members, apiServers, nodes, withFencing, c.NetworkMode())
 	var off []string
 	for _, f := range nemesis.All() {
 		if f.Available(c) {

@@ -41,6 +41,18 @@ func TestListKube(t *testing.T) {
 			t.Errorf("%s: %q, want it unavailable because %q", f, line, why)
 		}
 	}
+	// podsafe owns the nodes: it can power them off (lose-node); its
+	// fencing controller is there to crash only when it runs.
+	if !strings.Contains(offered, "  lose-node ") {
+		t.Errorf("lose-node not offered on the kube target:\n%s", out)
+	}
+	if !strings.Contains(missing, "kill-fencing") || !strings.Contains(missing, "--fencing") {
+		t.Errorf("kill-fencing offered, or not said why not, without --fencing:\n%s", out)
+	}
+	out, code = run(context.Background(), "list", "--target", "kube", "--network", "loopback", "--fencing")
+	if offered, _, _ := strings.Cut(out, "Not available there:"); code != 0 || !strings.Contains(offered, "  kill-fencing ") {
+		t.Errorf("list --target kube --fencing: exit %d, kill-fencing not offered:\n%s", code, out)
+	}
 	if _, code := run(context.Background(), "list", "--target", "cloud"); code != exitUsage {
 		t.Errorf("list --target cloud: exit %d, want %d", code, exitUsage)
 	}

@@ -59,6 +59,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown nemesis", []string{"test", "--nemesis", "meteor"}, exitUsage, `unknown nemesis "meteor"`},
 		{"two members", []string{"test", "--members", "2"}, exitUsage, "members must be 1, 3 or 5"},
 		{"unknown bug", []string{"test", "--bug", "nope"}, exitUsage, `bug "nope" is unknown`},
+		{"storage fence on kube", []string{"test", "--target", "kube", "--workload", "pets", "--fence-agents", "storage,power"}, exitUsage, `fence agent "storage" is not on the kube target, which has no shared storage server; choose from power, network`},
+		{"unknown fence agent on kube", []string{"test", "--target", "kube", "--workload", "pets", "--fence-agents", "ipmi"}, exitUsage, `fence agent "ipmi" is unknown; choose from power, network`},
 		{"unknown scenario field", []string{"test", "--scenario", bad}, exitUsage, `unknown field "timeLimit"`},
 		{"missing scenario", []string{"test", "--scenario", filepath.Join(dir, "none.yaml")}, exitUsage, "reading scenario"},
 		{"check without history", []string{"check", dir}, exitUsage, "holds no history.jsonl"},

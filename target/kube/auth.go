@@ -28,7 +28,8 @@ const (
 	AdminUser = "podsafe:admin"
 	// WorkloadUser runs the workloads (bound to cluster-admin).
 	WorkloadUser = "podsafe:workload"
-	// FencingUser is podsafe's fencing controller (bound to cluster-admin).
+	// FencingUser is podsafe's fencing controller (bound to
+	// FencingClusterRole).
 	FencingUser = "podsafe:fencing"
 	// SchedulerUser and ControllerManagerUser are the real components'
 	// users, which the default RBAC policy knows.

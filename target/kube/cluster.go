@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/target"
 	"github.com/podsafe/podsafe/target/kube/netns"
 	"github.com/podsafe/podsafe/target/kube/record"
@@ -69,6 +70,11 @@ type Cluster struct {
 
 	exitsInRow map[string]int
 	lastExit   map[string]time.Time
+
+	// fencingOpts are the fencing controller's options once StartFencing
+	// ran; fencingRun runs it.
+	fencingOpts *FencingOptions
+	fencingRun  runset.Set
 
 	// OnExit, when set before Start, is told when a control-plane process
 	// exits by itself (not killed by a fault): its name, how it exited and
@@ -255,7 +261,9 @@ func (c *Cluster) addHost(ctx context.Context, name string, role target.Role, me
 		a   netip.Addr
 		err error
 	)
-	if role == target.RoleKubelet {
+	if role == target.RoleKubelet || role == target.RoleFencing {
+		// podsafe's own components run in the harness, each dialing from
+		// an address of its own.
 		a, err = c.net.addLocal(ctx, name)
 	} else {
 		a, err = c.net.addHost(ctx, name)
@@ -382,31 +390,70 @@ func (c *Cluster) apiReady(ctx context.Context, i int) error {
 	return nil
 }
 
-// bindRoles lets podsafe's workload and fencing users act as cluster
-// admins (RBAC; the kubelets need no binding: the Node authorizer decides
-// for them).
+// FencingClusterRole is what podsafe's fencing controller may do on the
+// kube target, and no more: read nodes, pods, node leases and volume
+// attachments; write its fence record on Nodes (status condition, taint,
+// annotations, unschedulable); force delete the pods of a fenced node and
+// break its attachments; keep its fence-token counter Lease; write Events.
+func FencingClusterRole() *rbacv1.ClusterRole {
+	rule := func(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+	}
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "podsafe:fencing-controller"},
+		Rules: []rbacv1.PolicyRule{
+			rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch"),
+			rule("", []string{"nodes/status"}, "update", "patch"),
+			rule("", []string{"pods"}, "get", "list", "watch", "delete"),
+			rule("", []string{"events"}, "create", "patch", "update"),
+			rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),
+			rule("coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update"),
+			rule("storage.k8s.io", []string{"volumeattachments"}, "get", "list", "watch", "delete"),
+		},
+	}
+}
+
+// bindRoles lets podsafe's workload user act as a cluster admin (it creates
+// namespaces, priority classes, budgets and workloads of every kind) and
+// gives the fencing user FencingClusterRole (RBAC; the kubelets need no
+// binding: the Node authorizer decides for them).
 func (c *Cluster) bindRoles(ctx context.Context) error {
 	cs, err := c.clientFor(AdminUser, "", 0)
 	if err != nil {
 		return err
 	}
-	for _, u := range []string{WorkloadUser, FencingUser} {
-		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "podsafe-" + u[len("podsafe:"):]},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: u}},
-		}
+	// The RBAC bootstrap may still be running: retry until ctx ends.
+	retry := func(what string, f func() error) error {
 		for {
-			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+			err := f()
 			if err == nil || apierrors.IsAlreadyExists(err) {
-				break
+				return nil
 			}
-			// The RBAC bootstrap may still be running.
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("binding %s to cluster-admin: %w", u, err)
+				return fmt.Errorf("%s: %w", what, err)
 			case <-time.After(200 * time.Millisecond):
 			}
+		}
+	}
+	role := FencingClusterRole()
+	if err := retry("creating ClusterRole "+role.Name, func() error {
+		_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	for u, r := range map[string]string{WorkloadUser: "cluster-admin", FencingUser: role.Name} {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "podsafe-" + u[len("podsafe:"):]},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: u}},
+		}
+		if err := retry("binding "+u+" to "+r, func() error {
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -527,6 +574,7 @@ func (c *Cluster) Users() map[string][]string {
 // Close stops every process (schedulers and controller-managers first,
 // etcd last) and removes the network. It is safe to call twice.
 func (c *Cluster) Close() error {
+	c.fencingRun.StopAll()
 	c.stopKubelets()
 	c.mu.Lock()
 	procs := c.procs

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/podsafe/podsafe/fencing"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/target"
 	"github.com/podsafe/podsafe/target/kube/binaries"
@@ -126,7 +127,7 @@ func TestKubeTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	t.Run("statefulset", func(t *testing.T) {
@@ -347,6 +348,141 @@ func TestKubeTarget(t *testing.T) {
 			return nil
 		})
 	})
+
+	// podsafe's fencing controller as an ordinary client of the real API
+	// servers: a node cut off for longer than the threshold is powered off
+	// (its pet's container dies, as the ledger shows), recorded as fenced,
+	// and its pet force deleted, so the StatefulSet controller runs it again
+	// elsewhere; only the admin's Unfence brings the node back.
+	t.Run("fence", func(t *testing.T) {
+		if !c.Can(target.Network, "") {
+			t.Skip(c.NetworkFaultsUnavailable())
+		}
+		if !c.Can(target.Power, KubeletComponent("node-1")) {
+			t.Fatal("the kube target cannot power off its own node")
+		}
+		if err := c.StartFencing(ctx, FencingOptions{Agents: []string{FenceAgentPower}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartFencing(ctx, FencingOptions{}); !errors.Is(err, target.ErrRunning) {
+			t.Errorf("a second StartFencing: %v, want ErrRunning", err)
+		}
+		if _, err := c.FenceAgent("storage"); err == nil {
+			t.Error("the kube target offered a storage fence agent, with no storage server")
+		}
+		// Whichever pet runs on node-1 is the one to watch.
+		waitReadyReplicas(ctx, t, cs, 2)
+		var victim, oldUID string
+		for _, p := range []string{"pet-0", "pet-1"} {
+			if n, uid := podNode(ctx, cs, p); n == "node-1" {
+				victim, oldUID = p, uid
+			}
+		}
+		if victim == "" {
+			t.Fatal("no pet runs on node-1")
+		}
+		startsBefore := l.starts(victim)
+		heal, err := c.Cut(ctx, c.nodeLinks("node-1", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "node-1 fenced", func() error {
+			if f := fenceOf(ctx, cs, "node-1"); f == nil || f.Status != corev1.ConditionTrue {
+				return fmt.Errorf("condition %+v", f)
+			}
+			return nil
+		})
+		if !c.PoweredOff("node-1") || !c.Fenced("node-1") {
+			t.Errorf("node-1 fenced by the API but powered off %v, fenced %v", c.PoweredOff("node-1"), c.Fenced("node-1"))
+		}
+		if c.Running(KubeletComponent("node-1")) {
+			t.Error("node-1's kubelet runs after a power fence")
+		}
+		if err := c.Restart(ctx, KubeletComponent("node-1")); !errors.Is(err, target.ErrPoweredOff) {
+			t.Errorf("restarting a fenced node's kubelet: %v, want ErrPoweredOff", err)
+		}
+		if err := c.PowerOn(ctx, "node-1"); !errors.Is(err, ErrFenced) {
+			t.Errorf("powering on a fenced node: %v, want ErrFenced", err)
+		}
+		eventually(ctx, t, victim+" replaced on node-0", func() error {
+			n, uid := podNode(ctx, cs, victim)
+			if uid == oldUID || n != "node-0" {
+				return fmt.Errorf("%s on %q (uid %s, the old one %s)", victim, n, uid, oldUID)
+			}
+			return nil
+		})
+		waitReadyReplicas(ctx, t, cs, 2)
+		// The ledger: the old container died with the power, before the
+		// new one started.
+		l.mu.Lock()
+		off, restarted := -1, -1
+		for i, e := range l.entries {
+			if e.Pod != victim {
+				continue
+			}
+			switch {
+			case e.Action == kubelet.ActionPowerOff && e.Node == "node-1" && off < 0:
+				off = i
+			case e.Action == kubelet.ActionStart && e.Node == "node-0" && restarted < 0:
+				restarted = i
+			}
+		}
+		l.mu.Unlock()
+		if off < 0 || restarted < off {
+			t.Errorf("ledger of %s: power-off at %d, start on node-0 at %d; want the power-off first", victim, off, restarted)
+		}
+		if n := l.starts(victim); n != startsBefore+1 {
+			t.Errorf("%s started %d times after the fence, want %d", victim, n, startsBefore+1)
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Unfence(ctx, "node-1"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "node-1 Ready after Unfence", func() error {
+			if !ready(ctx, cs, "node-1") {
+				return fmt.Errorf("not Ready")
+			}
+			if f := fenceOf(ctx, cs, "node-1"); f != nil && f.Status == corev1.ConditionTrue {
+				return fmt.Errorf("still fenced")
+			}
+			return nil
+		})
+		if c.PoweredOff("node-1") || c.Fenced("node-1") {
+			t.Errorf("after Unfence: powered off %v, fenced %v", c.PoweredOff("node-1"), c.Fenced("node-1"))
+		}
+		// kill and restart of the fencing controller.
+		if err := c.Kill(ctx, FencingComponent); err != nil || c.Running(FencingComponent) {
+			t.Errorf("kill: %v, running %v", err, c.Running(FencingComponent))
+		}
+		if err := c.Restart(ctx, FencingComponent); err != nil || !c.Running(FencingComponent) {
+			t.Errorf("restart: %v, running %v", err, c.Running(FencingComponent))
+		}
+	})
+}
+
+// fenceOf returns the podsafe.io/Fenced condition of node, or nil.
+func fenceOf(ctx context.Context, cs kubernetes.Interface, node string) *corev1.NodeCondition {
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == fencing.FencedCondition {
+			return &c
+		}
+	}
+	return nil
+}
+
+// podNode is the node pod is bound to and its UID ("" when it is absent).
+func podNode(ctx context.Context, cs kubernetes.Interface, pod string) (string, string) {
+	p, err := cs.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", ""
+	}
+	return p.Spec.NodeName, string(p.UID)
 }
 
 func ready(ctx context.Context, cs kubernetes.Interface, node string) bool {

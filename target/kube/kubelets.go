@@ -40,6 +40,11 @@ type kubelets struct {
 	clocks  map[string]*scaledclock.Clock
 	paused  map[string]func() error // heals of paused kubelets' holds
 	running runset.Set
+	// powerOff holds the nodes powered off (PowerOff); fenced the fences
+	// in place, by "node/agent"; fenceCuts the heals of network fences.
+	powerOff  map[string]bool
+	fenced    map[string]bool
+	fenceCuts map[string]func() error
 }
 
 // kubeletIdentity is the podsafe identity of node's kubelet, as the
@@ -52,7 +57,8 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 	c.mu.Lock()
 	if c.kl == nil {
 		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{},
-			clocks: map[string]*scaledclock.Clock{}, paused: map[string]func() error{}}
+			clocks: map[string]*scaledclock.Clock{}, paused: map[string]func() error{},
+			powerOff: map[string]bool{}, fenced: map[string]bool{}, fenceCuts: map[string]func() error{}}
 	}
 	kl := c.kl
 	c.mu.Unlock()
@@ -114,9 +120,13 @@ func (c *Cluster) StartKubelet(node string) error {
 	kl.mu.Lock()
 	spec, ok := kl.specs[node]
 	rt, clk := kl.runtimes[node], kl.clocks[node]
+	off := kl.powerOff[node]
 	kl.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrNoNode)
+	}
+	if off {
+		return fmt.Errorf("kubelet of %s: %w", node, target.ErrPoweredOff)
 	}
 	if kl.running.Running(node) {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
@@ -200,14 +210,7 @@ func (c *Cluster) PauseKubelet(ctx context.Context, node string) error {
 	if kl.paused[node] != nil {
 		return fmt.Errorf("pause kubelet of %s: already paused", node)
 	}
-	host := NodeHost(node)
-	var links []target.Link
-	for _, comp := range c.Components() {
-		if comp.Host != host && comp.Role != target.RoleKubelet {
-			links = append(links, target.Link{From: host, To: comp.Host}, target.Link{From: comp.Host, To: host})
-		}
-	}
-	heal, err := c.Cut(ctx, links)
+	heal, err := c.Cut(ctx, c.nodeLinks(node, false))
 	if err != nil {
 		return fmt.Errorf("pause kubelet of %s: %w", node, err)
 	}

@@ -25,6 +25,9 @@ var (
 	_ target.Processes = (*Cluster)(nil)
 )
 
+// isFencing reports whether component is podsafe's fencing controller.
+func isFencing(component string) bool { return component == FencingComponent }
+
 // Kind is "kube".
 func (c *Cluster) Kind() string { return "kube" }
 
@@ -49,9 +52,10 @@ func (c *Cluster) Components() []target.Component {
 	return out
 }
 
-// Can: network needs namespaces; kill works on every process and kubelet;
-// pause (SIGSTOP) on every process. Clocks, apply delays, power and
-// failpoints are not available on real binaries.
+// Can: network needs namespaces; kill works on every process, kubelet and
+// the fencing controller; pause (SIGSTOP) on every process and (holding
+// its links) every kubelet; power on podsafe's nodes. Clocks, apply delays
+// and failpoints are not available on real binaries.
 func (c *Cluster) Can(capability target.Capability, component string) bool {
 	switch capability {
 	case target.Network:
@@ -63,8 +67,16 @@ func (c *Cluster) Can(capability target.Capability, component string) bool {
 			return true
 		}
 		comp, ok := target.Find(c, component)
-		// A kubelet's pause holds its links: it needs the network.
-		return ok && (comp.Role != target.RoleKubelet || (c.net != nil && c.net.canCut()))
+		// A kubelet's pause holds its links: it needs the network. The
+		// fencing controller runs in the harness: it can be killed, not
+		// stopped.
+		return ok && comp.Role != target.RoleFencing && (comp.Role != target.RoleKubelet || (c.net != nil && c.net.canCut()))
+	case target.Power:
+		if component == "" {
+			return len(target.ByRole(c, target.RoleKubelet)) > 0
+		}
+		comp, ok := target.Find(c, component)
+		return ok && comp.Role == target.RoleKubelet
 	}
 	return false
 }
@@ -180,6 +192,9 @@ func (c *Cluster) Kill(ctx context.Context, component string) error {
 	if node, ok := kubeletNode(component); ok {
 		return c.StopKubelet(node)
 	}
+	if isFencing(component) {
+		return c.stopFencing()
+	}
 	return fmt.Errorf("kill %s: %w", component, target.ErrUnknownComponent)
 }
 
@@ -191,6 +206,9 @@ func (c *Cluster) Restart(_ context.Context, component string) error {
 	if node, ok := kubeletNode(component); ok {
 		return c.StartKubelet(node)
 	}
+	if isFencing(component) {
+		return c.startFencing()
+	}
 	return fmt.Errorf("restart %s: %w", component, target.ErrUnknownComponent)
 }
 
@@ -201,6 +219,9 @@ func (c *Cluster) Running(component string) bool {
 	}
 	if node, ok := kubeletNode(component); ok {
 		return c.KubeletRunning(node)
+	}
+	if isFencing(component) {
+		return c.fencingRun.Running(FencingComponent)
 	}
 	return false
 }
@@ -292,11 +313,11 @@ func (p planNet) canCut() bool                 { return p.canCutLinks }
 func (p planNet) rules(context.Context) string { return "" }
 func (p planNet) close() error                 { return nil }
 
-// Plan returns the cluster cfg would start, with nodes, without starting
-// anything: its components and what can be done to them, for `podsafe
+// Plan returns the cluster cfg would start, with nodes and (fencing)
+// podsafe's fencing controller, without starting anything: its components and what can be done to them, for `podsafe
 // list --target kube`. Only Kind, Components, Can and Members are
 // meaningful on it.
-func Plan(cfg Config, nodes []string) (*Cluster, error) {
+func Plan(cfg Config, nodes []string, fencing bool) (*Cluster, error) {
 	if cfg.Binaries.Etcd == "" {
 		// The plan needs no binaries.
 		cfg.Binaries.Etcd, cfg.Binaries.KubeAPIServer = "etcd", "kube-apiserver"
@@ -335,6 +356,9 @@ func Plan(cfg Config, nodes []string) (*Cluster, error) {
 			target.Component{Name: schedulerName(i), Role: target.RoleScheduler, Host: schedulerName(i), Member: c.memberOf(i)},
 			target.Component{Name: controllerManagerName(i), Role: target.RoleController, Host: controllerManagerName(i), Member: c.memberOf(i)})
 	}
+	if fencing {
+		c.comps = append(c.comps, target.Component{Name: FencingComponent, Role: target.RoleFencing, Host: FencingComponent, Member: -1})
+	}
 	for _, n := range nodes {
 		c.comps = append(c.comps, target.Component{Name: KubeletComponent(n), Role: target.RoleKubelet, Host: NodeHost(n), Member: -1, Node: n})
 	}
@@ -355,7 +379,7 @@ func (c *Cluster) Unavailable(capability target.Capability) string {
 	case target.SlowApply:
 		return "etcd applies on its own: podsafe cannot slow one member's state machine"
 	case target.Power:
-		return "no power switch or storage fence for podsafe's nodes on this target yet"
+		return "no nodes of podsafe's to power off"
 	case target.Failpoint:
 		return "failpoints live in podsafe's own control plane, not in upstream's binaries"
 	case target.Pause:
