@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -269,6 +270,62 @@ func (p *statusPoster) set(st corev1.PodStatus, final bool) {
 	case p.notify <- struct{}{}:
 	default:
 	}
+}
+
+// reconcile posts the last status again when the API's copy of the pod no
+// longer shows it: another writer changed what the kubelet owns, as the
+// node lifecycle controller does when it marks the pods of an unreachable
+// node not Ready. The kubelet's status is the truth of what runs, so it
+// writes it back once it sees the difference, as upstream's status manager
+// does (needsReconcile). A copy older than the last post may cause one
+// needless post of the same status.
+func (p *statusPoster) reconcile(api *corev1.PodStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.posted == nil || p.want != nil || p.finished() || statusShows(api, p.posted) {
+		return
+	}
+	p.want, p.final, p.posted = p.posted, false, nil
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+// statusShows reports whether the API's status shows the kubelet's: the same
+// phase, every condition the kubelet set with the same status, and every
+// container in the same state and readiness. It is pure.
+func statusShows(api, ours *corev1.PodStatus) bool {
+	if api.Phase != ours.Phase {
+		return false
+	}
+	for _, c := range ours.Conditions {
+		found := false
+		for _, a := range api.Conditions {
+			if a.Type == c.Type {
+				found = a.Status == c.Status
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, cs := range append(slices.Clone(ours.InitContainerStatuses), ours.ContainerStatuses...) {
+		found := false
+		for _, a := range append(slices.Clone(api.InitContainerStatuses), api.ContainerStatuses...) {
+			if a.Name == cs.Name {
+				found = a.Ready == cs.Ready && a.RestartCount == cs.RestartCount &&
+					(a.State.Running != nil) == (cs.State.Running != nil) &&
+					(a.State.Terminated != nil) == (cs.State.Terminated != nil)
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *statusPoster) finishedCh() <-chan struct{} { return p.done }

@@ -109,6 +109,9 @@ func (w *podWorker) update(pod *corev1.Pod) {
 	w.mu.Lock()
 	w.latest = pod
 	w.mu.Unlock()
+	if w.status != nil {
+		w.status.reconcile(&pod.Status)
+	}
 	w.wake()
 }
 
