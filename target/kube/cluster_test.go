@@ -506,7 +506,12 @@ func waitReadyReplicas(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 			return err
 		}
 		if s.Status.ReadyReplicas != want {
-			return fmt.Errorf("%d of %d ready", s.Status.ReadyReplicas, want)
+			pods, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			var states []string
+			for _, p := range pods.Items {
+				states = append(states, fmt.Sprintf("%s on %q %s deleting=%v conditions=%v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, p.Status.Conditions))
+			}
+			return fmt.Errorf("%d of %d ready; pods: %v", s.Status.ReadyReplicas, want, states)
 		}
 		return nil
 	})
