@@ -30,7 +30,9 @@ var atMostOneGuarantees = []string{"PS-1", "PS-11", "PS-12", "LC-3", "PS-7"}
 //     the end of the history (a truncated history keeps what it shows). A pet
 //     is a pod named <set>-<ordinal> that the API history shows the pet
 //     controller created: by the UID its create returned, or by the name the
-//     create asked for.
+//     create asked for; when the history holds no create of the pod, the
+//     store's record of it owned by a StatefulSet (an existing cluster,
+//     whose controllers' calls are not recorded).
 //   - PS-1, LC-3: every UID runs on one node.
 //
 // A ReplicaSet's replacement that starts while its predecessor is being
@@ -58,11 +60,18 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 	}
 
 	creators := newPodCreators(h.API)
+	owners := ownerKinds(h.Store)
+	for _, k := range owners {
+		if k == "StatefulSet" {
+			// The store shows pets even where no create call is recorded.
+			creators.pets = true
+		}
+	}
 	kinds := map[string]podKind{} // uid -> kind
 	byPod := map[string][]run{}
 	for _, r := range runs {
 		if _, ok := kinds[r.uid]; !ok {
-			kinds[r.uid] = creators.classify(h.API, r.uid, r.pod)
+			kinds[r.uid] = withOwners(creators.classify(h.API, r.uid, r.pod), owners[r.uid], r.pod)
 		}
 		byPod[r.pod] = append(byPod[r.pod], r)
 	}

@@ -285,3 +285,47 @@ func TestAtMostOneFencedNode(t *testing.T) {
 		led(7, history.LedgerStart, "n2", "web-0", "b")
 	mustVerdict(t, CheckAtMostOne(bg, other.history(), Options{}), Illegal)
 }
+
+// storePod records the store's ADDED event of pod name with UID u owned
+// by a controller of kind (none when kind is "").
+func (b *hb) storePod(t float64, name, u, kind string) *hb {
+	owners := ""
+	if kind != "" {
+		owners = fmt.Sprintf(`,"ownerReferences":[{"apiVersion":"apps/v1","kind":%q,"name":"web","uid":"s","controller":true}]`, kind)
+	}
+	obj := fmt.Sprintf(`{"metadata":{"namespace":"default","name":%q,"uid":%q%s}}`, name, u, owners)
+	b.h.Store = append(b.h.Store, history.StoreEvent{Type: history.StoreAdded, Resource: "pods", Namespace: "default", Name: name,
+		RV: fmt.Sprint(len(b.h.Store) + 1), Object: []byte(obj), T: secs(t)})
+	return b
+}
+
+// On an existing cluster the controllers' creates are not recorded: the
+// store's record of a pod owned by a StatefulSet makes it a pet, so two of
+// its UIDs running at once are Illegal, not Unknown.
+func TestAtMostOnePetsFromStoreOwners(t *testing.T) {
+	b := &hb{}
+	b.storePod(1, "web-0", "a", "StatefulSet").storePod(3, "web-0", "b", "StatefulSet").
+		led(2, history.LedgerStart, "n1", "web-0", "a").
+		led(4, history.LedgerStart, "n2", "web-0", "b")
+	res := mustVerdict(t, CheckAtMostOne(bg, b.history(), Options{}), Illegal)
+	mustMention(t, "summary", res.Summary, "1 pet ran two UIDs at once (PS-11)")
+
+	// One after the other: Ok, judged as a pet.
+	b = &hb{}
+	b.storePod(1, "web-0", "a", "StatefulSet").storePod(3, "web-0", "b", "StatefulSet").
+		led(2, history.LedgerStart, "n1", "web-0", "a").
+		led(2.5, history.LedgerExit, "n1", "web-0", "a").
+		led(4, history.LedgerStart, "n2", "web-0", "b")
+	res = mustVerdict(t, CheckAtMostOne(bg, b.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "no pet ran two UIDs at once (1 pet")
+
+	// Owned by a ReplicaSet, or by nothing, a pet-like name is no pet: an
+	// overlap is allowed (LC-13) once the store shows pets exist at all.
+	b = &hb{}
+	b.storePod(0.5, "db-0", "x", "StatefulSet").
+		storePod(1, "web-0", "a", "ReplicaSet").storePod(3, "web-0", "b", "").
+		led(2, history.LedgerStart, "n1", "web-0", "a").
+		led(4, history.LedgerStart, "n2", "web-0", "b")
+	res = mustVerdict(t, CheckAtMostOne(bg, b.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "non-pet pod name ran two UIDs at once")
+}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -209,6 +210,53 @@ func newPodCreators(api []history.APICall) *podCreators {
 		}
 	}
 	return pc
+}
+
+// ownerKinds reads the controller owner of every pod the store recorded:
+// uid -> "StatefulSet", "ReplicaSet" or another kind. It is the fallback of
+// podCreators when the history holds no create call for a pod (an existing
+// cluster whose audit log podsafe cannot read): the store's record of a pod
+// says which controller owns it.
+func ownerKinds(store []history.StoreEvent) map[string]string {
+	out := map[string]string{}
+	for _, ev := range store {
+		if ev.Resource != "pods" || len(ev.Object) == 0 {
+			continue
+		}
+		var p struct {
+			Metadata struct {
+				UID             string `json:"uid"`
+				OwnerReferences []struct {
+					Kind       string `json:"kind"`
+					Controller *bool  `json:"controller"`
+				} `json:"ownerReferences"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
+			continue
+		}
+		for _, o := range p.Metadata.OwnerReferences {
+			if o.Controller != nil && *o.Controller {
+				out[p.Metadata.UID] = o.Kind
+			}
+		}
+	}
+	return out
+}
+
+// withOwners classifies a pod the API history says nothing of by its
+// controller owner in the store (see ownerKinds); known stays as it is.
+func withOwners(known podKind, owner, pod string) podKind {
+	if known != kindUnknown || owner == "" {
+		return known
+	}
+	switch {
+	case owner == "StatefulSet" && isPetName(pod[strings.IndexByte(pod, '/')+1:]):
+		return kindPet
+	case owner == "ReplicaSet":
+		return kindReplica
+	}
+	return kindOther
 }
 
 // podKind is what created a pod, as far as the history shows.
