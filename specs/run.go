@@ -161,7 +161,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	var sys *system
 	switch s.Target {
-	case TargetKube:
+	case TargetKube, TargetKubeconfig:
 		adaptToKube(w)
 		sys, err = startKubeSystem(ctx, s, w, rec, log, res.Dir)
 	default:

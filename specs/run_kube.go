@@ -41,26 +41,7 @@ var storeResourceGVRs = map[string]schema.GroupVersionResource{
 // stops the cluster.
 func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *history.Recorder, log *slog.Logger, dir string) (_ *system, err error) {
 	fencingOn := s.Fencing || w.Needs().Fencing
-	bins, err := binaries.Cached(binaries.Options{Versions: binaries.Versions{Kubernetes: s.Kube.Version, Etcd: s.Kube.Etcd}})
-	if err != nil {
-		return nil, err
-	}
-	c, err := kube.New(kube.Config{
-		Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: s.Topology.Members, APIServers: s.Kube.APIServers,
-		Network: s.Kube.Network, Timings: s.Kube.Timings, Logger: log.With("component", "kube"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
-	c.OnExit = func(component string, exitErr error, restartIn time.Duration) {
-		rec.Log("component exited by itself; restarting it", map[string]string{
-			"component": component, "exit": fmt.Sprint(exitErr), "restart_in": restartIn.String()})
-	}
+	external := s.Target == TargetKubeconfig
 	var names []string
 	var specs []kube.NodeSpec
 	for _, n := range s.Topology.Nodes {
@@ -69,14 +50,56 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if err := c.Start(startCtx, names); err != nil {
-		return nil, fmt.Errorf("starting the kube target: %w", err)
+	var c *kube.Cluster
+	apiServers := 1
+	if external {
+		c, err = kube.NewExternal(startCtx, kube.ExternalConfig{Kubeconfig: s.Kubeconfig, Logger: log.With("component", "kubeconfig")})
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				c.Close()
+			}
+		}()
+		if p, ok := w.(workload.Placer); ok {
+			p.SetPlacement(c.Placement)
+		}
+		rec.Log("existing cluster", map[string]string{
+			"kubeconfig": s.Kubeconfig, "kubernetes": c.ServerVersion(), "network": c.NetworkMode(),
+			"node_identity": c.NodeIdentity(), "timings": fmt.Sprintf("%+v", c.Timings()),
+		})
+	} else {
+		bins, err := binaries.Cached(binaries.Options{Versions: binaries.Versions{Kubernetes: s.Kube.Version, Etcd: s.Kube.Etcd}})
+		if err != nil {
+			return nil, err
+		}
+		c, err = kube.New(kube.Config{
+			Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: s.Topology.Members, APIServers: s.Kube.APIServers,
+			Network: s.Kube.Network, Timings: s.Kube.Timings, Logger: log.With("component", "kube"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				c.Close()
+			}
+		}()
+		c.OnExit = func(component string, exitErr error, restartIn time.Duration) {
+			rec.Log("component exited by itself; restarting it", map[string]string{
+				"component": component, "exit": fmt.Sprint(exitErr), "restart_in": restartIn.String()})
+		}
+		if err := c.Start(startCtx, names); err != nil {
+			return nil, fmt.Errorf("starting the kube target: %w", err)
+		}
+		apiServers = s.Kube.APIServers
+		rec.Log("kube target started", map[string]string{
+			"kubernetes": bins.Versions.Kubernetes, "etcd": bins.Versions.Etcd, "network": c.NetworkMode(),
+			"etcd_members": fmt.Sprint(s.Topology.Members), "apiservers": fmt.Sprint(s.Kube.APIServers),
+			"timings": fmt.Sprintf("%+v", c.Timings()), "dir": c.Dir(),
+		})
 	}
-	rec.Log("kube target started", map[string]string{
-		"kubernetes": bins.Versions.Kubernetes, "etcd": bins.Versions.Etcd, "network": c.NetworkMode(),
-		"etcd_members": fmt.Sprint(s.Topology.Members), "apiservers": fmt.Sprint(s.Kube.APIServers),
-		"timings": fmt.Sprintf("%+v", c.Timings()), "dir": c.Dir(),
-	})
 	var warnings []string
 	if why := c.NetworkFaultsUnavailable(); why != "" {
 		warnings = append(warnings, "network faults unavailable on the kube target: "+why)
@@ -114,18 +137,25 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 			}
 		}()
 	}
-	tailer := &record.AuditTailer{Rec: rec, Identities: ids, Paths: c.AuditLogs()}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := tailer.Run(recCtx); err != nil {
-			log.Warn("audit log", "err", err)
-		}
-	}()
+	if external {
+		// podsafe cannot read an existing cluster's audit log: its own
+		// components' calls are recorded by their transports, the
+		// cluster's are not.
+		warnings = append(warnings, "the existing cluster's own components' API calls are not in the history (podsafe does not read its audit log): the authority checker judges podsafe's own clients only")
+	} else {
+		tailer := &record.AuditTailer{Rec: rec, Identities: ids, Paths: c.AuditLogs()}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := tailer.Run(recCtx); err != nil {
+				log.Warn("audit log", "err", err)
+			}
+		}()
+	}
 
 	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport}); err != nil {
 		stopRec()
-		return nil, fmt.Errorf("starting podsafe's kubelets on the kube target: %w", err)
+		return nil, fmt.Errorf("starting podsafe's kubelets on the %s target: %w", c.Kind(), err)
 	}
 	if fencingOn {
 		// podsafe's fencing controller, an ordinary client of the real
@@ -134,7 +164,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 			WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityFencingController}
 		if err := c.StartFencing(startCtx, opts); err != nil {
 			stopRec()
-			return nil, fmt.Errorf("starting podsafe's fencing controller on the kube target: %w", err)
+			return nil, fmt.Errorf("starting podsafe's fencing controller on the %s target: %w", c.Kind(), err)
 		}
 		agents := s.FenceAgents
 		if len(agents) == 0 {
@@ -161,7 +191,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	// The register workload's watchers: one per API server, each reading
 	// what it is delivered through the next API server.
 	watchers := func() ([]workload.Watcher, error) {
-		out := make([]workload.Watcher, s.Kube.APIServers)
+		out := make([]workload.Watcher, apiServers)
 		for m := range out {
 			var cs [2]kubernetes.Interface
 			for j := range cs {
@@ -178,7 +208,16 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		stop: func() {
 			// The kubelets and the control plane stop first, so the
 			// followers and the audit tailer record everything up to the
-			// end before they drain.
+			// end before they drain. On an existing cluster the record
+			// ends before podsafe removes its nodes and namespaces there.
+			if external {
+				c.StopOwn()
+				stopRec()
+				if err := c.Close(); err != nil {
+					log.Warn("cleaning up the existing cluster", "err", err)
+				}
+				return
+			}
 			c.Close()
 			stopRec()
 		},

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -78,14 +79,19 @@ type Scenario struct {
 	// Kube configures the kube target (Target "kube"); Topology.Members is
 	// its number of etcd members.
 	Kube *KubeScenario `json:"kube,omitempty"`
+	// Kubeconfig is the existing cluster of Target "kubeconfig": podsafe
+	// registers its nodes there (tainted, so only its workloads land on
+	// them) and injects only the faults of what it owns.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 
 	_ struct{}
 }
 
 // Targets of Scenario.Target.
 const (
-	TargetEmbedded = "embedded"
-	TargetKube     = "kube"
+	TargetEmbedded   = "embedded"
+	TargetKube       = "kube"
+	TargetKubeconfig = "kubeconfig"
 )
 
 // KubeScenario is the kube target's part of a scenario.
@@ -156,6 +162,10 @@ func (s *Scenario) Defaults() {
 			s.TimeScale = 1
 		}
 	}
+	if s.Target == TargetKubeconfig && s.TimeScale == 0 {
+		// An existing cluster runs in real time.
+		s.TimeScale = 1
+	}
 	if s.TimeScale == 0 {
 		// The store alone runs in real time; a workload with kubelets and
 		// controllers has grace periods, leases and tolerations worth
@@ -202,10 +212,29 @@ func (s *Scenario) Validate() error {
 	if s.TimeScale < 1 {
 		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
 	}
+	if s.Kubeconfig != "" && s.Target != TargetKubeconfig {
+		return fmt.Errorf("%w: a kubeconfig is for the target kubeconfig (an existing cluster), not %q", ErrInvalidScenario, s.Target)
+	}
 	switch s.Target {
 	case "", TargetEmbedded:
 		if s.Kube != nil {
 			return fmt.Errorf("%w: kube settings given for the embedded target (--target kube?)", ErrInvalidScenario)
+		}
+	case TargetKubeconfig:
+		switch {
+		case s.Kubeconfig == "":
+			return fmt.Errorf("%w: the kubeconfig target needs --kubeconfig FILE (an existing cluster)", ErrInvalidScenario)
+		case s.Kube != nil:
+			return fmt.Errorf("%w: kube settings (--apiservers, --kube-version, --network) are for --target kube; an existing cluster is what it is", ErrInvalidScenario)
+		case s.TimeScale != 1:
+			return fmt.Errorf("%w: an existing cluster runs at time scale 1, got --time-scale %g", ErrInvalidScenario, s.TimeScale)
+		case len(s.Bugs) > 0:
+			return fmt.Errorf("%w: planted bugs are in podsafe's own control plane; an existing cluster runs its own (drop --bug)", ErrInvalidScenario)
+		case s.BypassAuthority:
+			return fmt.Errorf("%w: bypassAuthority applies to podsafe's own API servers only", ErrInvalidScenario)
+		}
+		if _, err := os.Stat(s.Kubeconfig); err != nil {
+			return fmt.Errorf("%w: kubeconfig: %w", ErrInvalidScenario, err)
 		}
 	case TargetKube:
 		if s.TimeScale != 1 {
@@ -224,16 +253,16 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("%w: the kube target runs 1 to 3 kube-apiservers, got --apiservers %d", ErrInvalidScenario, a)
 		}
 	default:
-		return fmt.Errorf("%w: target %q: choose embedded or kube", ErrInvalidScenario, s.Target)
+		return fmt.Errorf("%w: target %q: choose embedded, kube or kubeconfig", ErrInvalidScenario, s.Target)
 	}
 	agents := cluster.FenceAgentNames
-	if s.Target == TargetKube {
+	if s.Target == TargetKube || s.Target == TargetKubeconfig {
 		agents = kube.FenceAgentNames
 	}
 	for _, a := range s.FenceAgents {
 		if !slices.Contains(agents, a) {
-			if s.Target == TargetKube && slices.Contains(cluster.FenceAgentNames, a) {
-				return fmt.Errorf("%w: fence agent %q is not on the kube target, which has no shared storage server; choose from %s", ErrInvalidScenario, a, strings.Join(agents, ", "))
+			if s.Target != TargetEmbedded && slices.Contains(cluster.FenceAgentNames, a) {
+				return fmt.Errorf("%w: fence agent %q is not on the %s target, which has no shared storage server; choose from %s", ErrInvalidScenario, a, s.Target, strings.Join(agents, ", "))
 			}
 			return fmt.Errorf("%w: fence agent %q is unknown; choose from %s", ErrInvalidScenario, a, strings.Join(agents, ", "))
 		}

@@ -149,6 +149,9 @@ func preStopHook() *corev1.Lifecycle {
 type Lifecycle struct {
 	// Namespace holds the pods (default "podsafe-lifecycle").
 	Namespace string
+	// Placement, when set, adjusts every pod spec to the cluster (see
+	// Placer).
+	Placement func(*corev1.PodSpec)
 	// Pods is how many pod slots there are (default 8); slot j belongs to
 	// process j mod processes.
 	Pods int
@@ -294,5 +297,6 @@ func (w *Lifecycle) pod(variants []lifecycleVariant, slot int, variant uint64) (
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To(grace)},
 	}
 	v.build(pod, rng)
+	place(w.Placement, &pod.Spec)
 	return pod, fmt.Sprintf("variant=%s restart=%s grace=%d", v.name, pod.Spec.RestartPolicy, grace)
 }

@@ -89,7 +89,7 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 	if !w.NoVolumes {
 		claims = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
 	}
-	return &appsv1.StatefulSet{
+	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(replicas),
@@ -105,4 +105,6 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 			VolumeClaimTemplates: claims,
 		},
 	}
+	place(w.Placement, &set.Spec.Template.Spec)
+	return set
 }

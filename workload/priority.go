@@ -63,6 +63,9 @@ var priorityBudgets = []struct {
 type Priority struct {
 	// Namespace holds the pods and budgets (default "podsafe-priority").
 	Namespace string
+	// Placement, when set, adjusts every pod spec to the cluster (see
+	// Placer).
+	Placement func(*corev1.PodSpec)
 	// Pods is how many pod slots there are (default 4 per node, at least
 	// 4); slot j belongs to process j mod processes.
 	Pods int
@@ -270,5 +273,6 @@ func (w *Priority) pod(slot int, variant uint64) (*corev1.Pod, string) {
 			Containers:                    []corev1.Container{c},
 		},
 	}
+	place(w.Placement, &pod.Spec)
 	return pod, fmt.Sprintf("class=%s cpu=%s grace=%d", t.class, cpu, grace)
 }

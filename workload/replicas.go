@@ -112,7 +112,7 @@ func (w *Replicas) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 	}
 	ann := map[string]string{}
 	setScript(ann, "app", w.Scripts[i%len(w.Scripts)])
-	return &appsv1.ReplicaSet{
+	set := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(replicas),
@@ -126,4 +126,6 @@ func (w *Replicas) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 			},
 		},
 	}
+	place(w.Placement, &set.Spec.Template.Spec)
+	return set
 }

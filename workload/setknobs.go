@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // SetKnobs are the knobs the set workloads (pets, replicas) share: how many
@@ -11,6 +13,9 @@ import (
 type SetKnobs struct {
 	// Namespace holds the sets (default "podsafe-<workload>").
 	Namespace string
+	// Placement, when set, adjusts every pod template to the cluster (see
+	// Placer).
+	Placement func(*corev1.PodSpec)
 	// Sets is how many sets there are (default 3).
 	Sets int
 	// MaxReplicas bounds every scale (default 3).

@@ -80,6 +80,9 @@ func (r spreadRule) String() string {
 type Spread struct {
 	// Namespace holds the sets and pods (default "podsafe-spread").
 	Namespace string
+	// Placement, when set, adjusts every pod spec to the cluster (see
+	// Placer).
+	Placement func(*corev1.PodSpec)
 	// Sets is how many ReplicaSets there are (default 3).
 	Sets int
 	// MaxReplicas bounds every scale (default 4).
@@ -327,7 +330,7 @@ func (w *Spread) neighbors(zone string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, g := range groups {
 		for n := range w.Neighbors {
-			out = append(out, &corev1.Pod{
+			p := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: g + "-" + strconv.Itoa(n), Namespace: w.neighborNamespace(),
 					Labels: map[string]string{labelApp: g}},
 				Spec: corev1.PodSpec{
@@ -335,7 +338,9 @@ func (w *Spread) neighbors(zone string) []*corev1.Pod {
 					NodeSelector:                  sel,
 					Containers:                    []corev1.Container{simContainer("app")},
 				},
-			})
+			}
+			place(w.Placement, &p.Spec)
+			out = append(out, p)
 		}
 	}
 	return out
@@ -359,7 +364,7 @@ func (w *Spread) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 	for _, r := range spreadSets[i%len(spreadSets)] {
 		cs = append(cs, r.constraint(name))
 	}
-	return &appsv1.ReplicaSet{
+	set := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(replicas),
@@ -374,6 +379,8 @@ func (w *Spread) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 			},
 		},
 	}
+	place(w.Placement, &set.Spec.Template.Spec)
+	return set
 }
 
 // bareApp labels the bare pods, which spread among themselves.
@@ -402,5 +409,6 @@ func (w *Spread) barePod(slot int, variant uint64) (*corev1.Pod, string) {
 			Containers:                    []corev1.Container{simContainer("app")},
 		},
 	}
+	place(w.Placement, &pod.Spec)
 	return pod, "spread=" + strings.Join(desc, ",")
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -128,3 +129,29 @@ func (w *Register) Describe() string {
 
 // Needs implements Workload: the store and API servers only.
 func (w *Register) Needs() Needs { return Needs{} }
+
+// Placer is a workload whose pods can be placed by the harness: on an
+// existing cluster, podsafe's pods must tolerate the taint of podsafe's own
+// nodes and select them, so that they land nowhere else.
+type Placer interface {
+	SetPlacement(func(*corev1.PodSpec))
+}
+
+// place applies placement (when set) to spec.
+func place(placement func(*corev1.PodSpec), spec *corev1.PodSpec) {
+	if placement != nil {
+		placement(spec)
+	}
+}
+
+// SetPlacement implements Placer.
+func (k *SetKnobs) SetPlacement(p func(*corev1.PodSpec)) { k.Placement = p }
+
+// SetPlacement implements Placer.
+func (w *Lifecycle) SetPlacement(p func(*corev1.PodSpec)) { w.Placement = p }
+
+// SetPlacement implements Placer.
+func (w *Priority) SetPlacement(p func(*corev1.PodSpec)) { w.Placement = p }
+
+// SetPlacement implements Placer.
+func (w *Spread) SetPlacement(p func(*corev1.PodSpec)) { w.Placement = p }

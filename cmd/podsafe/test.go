@@ -37,6 +37,7 @@ type testFlags struct {
 	fenceAgents     []string
 	bypassAuthority bool
 	target          string
+	kubeconfig      string
 	kube            kubeFlags
 }
 
@@ -54,7 +55,8 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 		Example: `  podsafe test --workload register --nemesis partition --time-limit 30s
   podsafe test --workload register --nemesis isolate-leader --seed 42 --concurrency 8
   podsafe test --scenario my-scenario.yaml
-  podsafe test --target kube --workload pets --nemesis partition-node,kill --time-limit 5m`,
+  podsafe test --target kube --workload pets --nemesis partition-node,kill --time-limit 5m
+  podsafe test --kubeconfig ~/.kube/config --workload pets --nemesis partition-node,kill-kubelet --time-limit 3m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTest(cmd, f) },
 	}
@@ -78,7 +80,8 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
-	fl.StringVar(&f.target, "target", specs.TargetEmbedded, "system under test: embedded (podsafe's own control plane, in process) or kube (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager processes; --members is etcd members; make kube-binaries first)")
+	fl.StringVar(&f.target, "target", specs.TargetEmbedded, "system under test: embedded (podsafe's own control plane, in process), kube (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager processes; --members is etcd members; make kube-binaries first) or kubeconfig (an existing cluster: --kubeconfig)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on an existing cluster: podsafe registers its nodes there (tainted, so only its workloads land on them), runs its workloads and faults only what it owns (its nodes' kill, pause, power and links); implies --target kubeconfig")
 	f.kube.add(cmd)
 	return cmd, f
 }
@@ -155,6 +158,12 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("target") {
 		s.Target = f.target
+	}
+	if set("kubeconfig") && f.kubeconfig != "" {
+		s.Kubeconfig = f.kubeconfig
+		if !cmd.Flags().Changed("target") {
+			s.Target = specs.TargetKubeconfig
+		}
 	}
 	if s.Target == specs.TargetKube {
 		if s.Kube == nil {
@@ -304,6 +313,9 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	if s.BypassAuthority {
 		args = append(args, "--bypass-authority")
+	}
+	if s.Target == specs.TargetKubeconfig {
+		args = append(args, "--kubeconfig", s.Kubeconfig)
 	}
 	if s.Target == specs.TargetKube && s.Kube != nil {
 		args = append(args, "--target", "kube", "--apiservers", fmt.Sprint(s.Kube.APIServers))

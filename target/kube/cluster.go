@@ -76,6 +76,10 @@ type Cluster struct {
 	fencingOpts *FencingOptions
 	fencingRun  runset.Set
 
+	// ext is set on an existing cluster (NewExternal): no processes, the
+	// kubeconfig's server and credentials.
+	ext *external
+
 	// OnExit, when set before Start, is told when a control-plane process
 	// exits by itself (not killed by a fault): its name, how it exited and
 	// when it will be started again.
@@ -477,6 +481,9 @@ func NodeHost(node string) string { return node }
 // the others when it cannot be reached (client-side load balancing: with
 // several API servers a client spreads by prefer, and fails over).
 func (c *Cluster) RESTConfig(user, host string, prefer int) (*rest.Config, error) {
+	if c.ext != nil {
+		return c.externalRESTConfig(user, host)
+	}
 	usr, err := c.users.get(user)
 	if err != nil {
 		return nil, err
@@ -574,8 +581,7 @@ func (c *Cluster) Users() map[string][]string {
 // Close stops every process (schedulers and controller-managers first,
 // etcd last) and removes the network. It is safe to call twice.
 func (c *Cluster) Close() error {
-	c.fencingRun.StopAll()
-	c.stopKubelets()
+	c.StopOwn()
 	c.mu.Lock()
 	procs := c.procs
 	c.procs = map[string]*proc{}
@@ -594,12 +600,22 @@ func (c *Cluster) Close() error {
 	stopAll(controllerManagerName, c.cfg.APIServers)
 	stopAll(apiServerName, c.cfg.APIServers)
 	stopAll(etcdName, c.cfg.Etcd)
-	if c.net != nil {
-		err := c.net.close()
-		c.net = nil
-		return err
+	var err error
+	if c.ext != nil && c.net != nil {
+		err = c.closeExternal()
 	}
-	return nil
+	if c.net != nil {
+		err = errors.Join(err, c.net.close())
+		c.net = nil
+	}
+	return err
+}
+
+// StopOwn stops podsafe's own components on the cluster, its fencing
+// controller and kubelets (their runtimes with them); Close does too.
+func (c *Cluster) StopOwn() {
+	c.fencingRun.StopAll()
+	c.stopKubelets()
 }
 
 // Timings are the component timings the cluster runs with.

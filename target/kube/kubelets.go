@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,7 +63,18 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 	}
 	kl := c.kl
 	c.mu.Unlock()
+	if c.ext != nil {
+		if err := c.registerExternal(ctx, nodes); err != nil {
+			return err
+		}
+		nodes = slices.Clone(nodes)
+		for i := range nodes {
+			nodes[i] = externalSpec(nodes[i])
+		}
+	}
+	var names []string
 	for _, n := range nodes {
+		names = append(names, n.Name)
 		if err := c.AddNode(ctx, n.Name); err != nil {
 			return err
 		}
@@ -80,7 +92,7 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 		return err
 	}
 	for {
-		ready, err := readyNodes(ctx, cs)
+		ready, err := readyNodes(ctx, cs, names)
 		if err == nil && ready >= len(nodes) {
 			return nil
 		}
@@ -92,13 +104,17 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 	}
 }
 
-func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
+// readyNodes counts the Ready nodes among names.
+func readyNodes(ctx context.Context, cs kubernetes.Interface, names []string) (int, error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
 	ready := 0
 	for _, n := range nodes.Items {
+		if !slices.Contains(names, n.Name) {
+			continue
+		}
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
 				ready++

@@ -28,8 +28,13 @@ var (
 // isFencing reports whether component is podsafe's fencing controller.
 func isFencing(component string) bool { return component == FencingComponent }
 
-// Kind is "kube".
-func (c *Cluster) Kind() string { return "kube" }
+// Kind is "kube", or "kubeconfig" for an existing cluster.
+func (c *Cluster) Kind() string {
+	if c.ext != nil {
+		return "kubeconfig"
+	}
+	return "kube"
+}
 
 // Components lists etcd members, API servers, schedulers and
 // controller-managers, then the kubelets.
@@ -61,12 +66,20 @@ func (c *Cluster) Can(capability target.Capability, component string) bool {
 	case target.Network:
 		return c.net != nil && c.net.canCut() && (component == "" || c.hasComponent(component))
 	case target.Kill:
+		if c.ext != nil {
+			// Of an existing cluster, podsafe owns only its own components.
+			comp, ok := target.Find(c, component)
+			return component == "" || ok && comp.Role != target.RoleAPIServer
+		}
 		return component == "" || c.hasComponent(component)
 	case target.Pause:
 		if component == "" {
 			return true
 		}
 		comp, ok := target.Find(c, component)
+		if c.ext != nil && comp.Role == target.RoleAPIServer {
+			return false
+		}
 		// A kubelet's pause holds its links: it needs the network. The
 		// fencing controller runs in the harness: it can be killed, not
 		// stopped.
