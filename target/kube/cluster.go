@@ -524,6 +524,11 @@ func (c *Cluster) RESTConfig(user, host string, prefer int) (*rest.Config, error
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.lay.pki.CAPEM},
 		Dial:            dial,
 		QPS:             -1,
+		// JSON, not client-go's default protobuf: the history's transport
+		// reads the UID and resourceVersion of every answer, which it can
+		// only in JSON (the authority checker matches a force deletion to
+		// the store's record of the pod by that UID).
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
 		// No client timeout: it would end watches; requests are bounded by
 		// their contexts.
 	}, nil

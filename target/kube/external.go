@@ -181,6 +181,9 @@ func (c *Cluster) canImpersonate(ctx context.Context) (bool, string) {
 // user is not the kubeconfig's own role, dialing through host's gate.
 func (c *Cluster) externalRESTConfig(user, host string) (*rest.Config, error) {
 	rc := rest.CopyConfig(c.ext.base)
+	// JSON, so the history's transport can read every answer (see
+	// RESTConfig).
+	rc.ContentType, rc.AcceptContentTypes = "application/json", "application/json"
 	if c.ext.impersonate {
 		switch {
 		case strings.HasPrefix(user, "system:node:"):

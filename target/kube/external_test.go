@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/target"
 )
 
@@ -85,6 +86,32 @@ func TestExternalTarget(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("node-0's kubelet patching node-1: %v, want Forbidden", err)
 	}
+
+	// podsafe's own clients speak JSON, so their recorded calls carry the
+	// UID and resourceVersion of the answer.
+	rec, err := history.Create(filepath.Join(t.TempDir(), "history.jsonl"), history.Meta{Scenario: "external"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrc, err := c.RESTConfig(WorkloadUser, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrc.WrapTransport = rec.WrapTransport("workload")
+	cm, err := kubernetes.NewForConfigOrDie(wrc).CoreV1().ConfigMaps("default").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "podsafe-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	h, err := history.Load(rec.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.API) != 1 || h.API[0].UID != string(cm.UID) || h.API[0].ResourceVersion != cm.ResourceVersion || h.API[0].Name != cm.Name {
+		t.Errorf("recorded create %+v, want UID %s rv %s name %s", h.API, cm.UID, cm.ResourceVersion, cm.Name)
+	}
+	admin.CoreV1().ConfigMaps("default").Delete(ctx, cm.Name, metav1.DeleteOptions{})
 
 	// A pod placed for podsafe's nodes runs on one of them.
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "podsafe-ext"}}, metav1.CreateOptions{}); err != nil {
