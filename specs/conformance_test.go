@@ -91,16 +91,17 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(os.RemoveAll, dir)
 })
 
-// On the kube target only this file's specs judge the kube runs; the other
-// conformance specs (the probes, PS-T) drive podsafe's own cluster or its
-// suites' definitions, so they would pass on the embedded target in a kube
-// report. They are skipped there, saying so.
+// On the kube target this file's specs judge the kube runs and the probes
+// labelled onKube ask a real kube-apiserver; the other conformance specs
+// (the other probes, PS-T) drive podsafe's own cluster or its suites'
+// definitions, so they would pass on the embedded target in a kube report.
+// They are skipped there, saying so.
 var _ = BeforeEach(func() {
 	if conformanceTarget != specs.TargetKube {
 		return
 	}
 	sp := CurrentSpecReport()
-	if !slices.Contains(sp.Labels(), "conformance") || sp.LeafNodeLocation.FileName == thisFile {
+	if !slices.Contains(sp.Labels(), "conformance") || sp.LeafNodeLocation.FileName == thisFile || slices.Contains(sp.Labels(), onKube) {
 		return
 	}
 	Skip("not covered on kube: this spec probes podsafe's embedded control plane in process, not the kube target")
@@ -205,8 +206,14 @@ var judged = []judgedBy{
 			Expect(faultsNamed(h, "partition-node")).To(BeNumerically(">", 0), "the run partitioned a node")
 		}},
 	{id: "PS-14", run: "fencing", what: "the fencing controller force deletes only after the fence",
-		also: func(h *history.History, _ []checker.Result) {
+		also: func(h *history.History, res []checker.Result) {
 			Expect(fencedNodes(h)).NotTo(BeEmpty(), "the run fenced a node")
+			// The authority checker judged a force deletion by the fencing
+			// controller, not only the kubelets' own.
+			Expect(res).To(ContainElement(And(
+				HaveField("Checker", checker.AuthorityChecker),
+				HaveField("Summary", ContainSubstring("by the fencing controller after a fence")))),
+				"the authority checker judged no force deletion of the fencing controller")
 		}},
 	{id: "PS-15", run: "fencing", what: "no two nodes' writes to one RWO volume interleave; a fenced node's writes are refused",
 		notOnKube: "no RWO volumes on the kube target yet: its pets run without claim templates, so no volume write is there to judge",

@@ -26,6 +26,8 @@ import (
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/target/kube"
+	"github.com/podsafe/podsafe/target/kube/binaries"
 )
 
 // Probes of guarantees that no history checker judges: each starts a small
@@ -51,6 +53,39 @@ func probeCluster(ctx context.Context, cfg cluster.Config) (*cluster.Cluster, ku
 	return c, cs
 }
 
+// onKube labels the probes that ask only the API server, so they run on
+// the kube target too (PODSAFE_TARGET=kube): there they probe a real
+// kube-apiserver, started for the probe.
+const onKube = "on-kube"
+
+// probeNode is the node the API probes bind pods to; no kubelet runs there.
+const probeNode = "node-0"
+
+// probeAPI returns an admin client of an API server to probe on the
+// suite's target: podsafe's own (a one-member in-process cluster with node
+// probeNode and no kubelet), or on the kube target a real control plane of
+// one etcd member and one kube-apiserver with its scheduler and
+// controller-manager, and no node. Either is stopped when the spec ends.
+func probeAPI(ctx context.Context) kubernetes.Interface {
+	if conformanceTarget != specs.TargetKube {
+		_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1)})
+		return cs
+	}
+	bins, err := binaries.Cached(binaries.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	c, err := kube.New(kube.Config{Dir: GinkgoT().TempDir(), Binaries: bins, Etcd: 1, Network: kube.NetworkLoopback})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Close)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	Expect(c.Start(startCtx, nil)).To(Succeed())
+	rc, err := c.RESTConfig(kube.AdminUser, "", 0)
+	Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(rc)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
 func simPod(name string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
@@ -66,8 +101,8 @@ func expectInvalid(err error, field string) {
 }
 
 var _ = Describe("conformance probes", Label("conformance"), func() {
-	It("PR-1: user priority classes stay at or below 1,000,000,000 and at most one is the global default", Label("PR-1", "PR"), func(ctx SpecContext) {
-		_, cs := probeCluster(ctx, cluster.Config{})
+	It("PR-1: user priority classes stay at or below 1,000,000,000 and at most one is the global default", Label("PR-1", "PR", onKube), func(ctx SpecContext) {
+		cs := probeAPI(ctx)
 		pcs := cs.SchedulingV1().PriorityClasses()
 		_, err := pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "too-high"}, Value: 1_000_000_001}, metav1.CreateOptions{})
 		expectInvalid(err, "value")
@@ -79,8 +114,8 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		expectInvalid(err, "globalDefault")
 	})
 
-	It("PR-2: admission resolves priority classes; unknown classes are refused; later changes leave existing pods alone", Label("PR-2", "PR"), func(ctx SpecContext) {
-		_, cs := probeCluster(ctx, cluster.Config{})
+	It("PR-2: admission resolves priority classes; unknown classes are refused; later changes leave existing pods alone", Label("PR-2", "PR", onKube), func(ctx SpecContext) {
+		cs := probeAPI(ctx)
 		pcs, pods := cs.SchedulingV1().PriorityClasses(), cs.CoreV1().Pods("default")
 
 		p, err := pods.Create(ctx, simPod("no-class", nil), metav1.CreateOptions{})
@@ -120,8 +155,8 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		Expect(err).To(HaveOccurred(), "a deleted class cannot be used by new pods")
 	})
 
-	It("TS-1: invalid topology spread constraints are refused, naming the field", Label("TS-1", "TS"), func(ctx SpecContext) {
-		_, cs := probeCluster(ctx, cluster.Config{})
+	It("TS-1: invalid topology spread constraints are refused, naming the field", Label("TS-1", "TS", onKube), func(ctx SpecContext) {
+		cs := probeAPI(ctx)
 		sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
 		cases := []struct {
 			field string
@@ -147,13 +182,12 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		Expect(err).NotTo(HaveOccurred(), "a valid constraint is accepted")
 	})
 
-	It("GP-6: the API server's graceful delete takes the request's grace, else the pod's; unscheduled or finished pods go at once; negative becomes 1", Label("GP-6", "GP"), func(ctx SpecContext) {
-		topo := cluster.DefaultTopology(1, 1, 1)
-		_, cs := probeCluster(ctx, cluster.Config{Topology: topo})
+	It("GP-6: the API server's graceful delete takes the request's grace, else the pod's; unscheduled or finished pods go at once; negative becomes 1", Label("GP-6", "GP", onKube), func(ctx SpecContext) {
+		cs := probeAPI(ctx)
 		pods := cs.CoreV1().Pods("default")
 		bound := func(name string, grace *int64) {
 			p := simPod(name, nil)
-			p.Spec.NodeName = topo.Nodes[0].Name
+			p.Spec.NodeName = probeNode
 			p.Spec.TerminationGracePeriodSeconds = grace
 			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
@@ -197,11 +231,10 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a finished pod is deleted at once: %v", err)
 	})
 
-	It("PS-16: a force deletion from the user interface warns and needs confirmation", Label("PS-16", "PS"), func(ctx SpecContext) {
-		topo := cluster.DefaultTopology(1, 1, 1)
-		_, cs := probeCluster(ctx, cluster.Config{Topology: topo})
+	It("PS-16: a force deletion from the user interface warns and needs confirmation", Label("PS-16", "PS", onKube), func(ctx SpecContext) {
+		cs := probeAPI(ctx)
 		p := simPod("web", nil)
-		p.Spec.NodeName = topo.Nodes[0].Name
+		p.Spec.NodeName = probeNode
 		_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		var warn bytes.Buffer

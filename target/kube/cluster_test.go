@@ -332,21 +332,11 @@ func TestKubeTarget(t *testing.T) {
 			t.Error("node-1 reached the API server across the cut")
 		}
 		// The node controller sees the node go silent.
-		eventually(ctx, t, "node-1 not Ready", func() error {
-			if ready(ctx, cs, "node-1") {
-				return fmt.Errorf("still Ready")
-			}
-			return nil
-		})
+		waitNodeReady(ctx, t, cs, "node-1", false)
 		if err := heal(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(ctx, t, "node-1 Ready after the heal", func() error {
-			if !ready(ctx, cs, "node-1") {
-				return fmt.Errorf("not Ready")
-			}
-			return nil
-		})
+		waitNodeReady(ctx, t, cs, "node-1", true)
 	})
 
 	// podsafe's fencing controller as an ordinary client of the real API
@@ -496,6 +486,17 @@ func ready(ctx context.Context, cs kubernetes.Interface, node string) bool {
 		}
 	}
 	return false
+}
+
+// waitNodeReady waits until node's Ready condition is want.
+func waitNodeReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string, want bool) {
+	t.Helper()
+	eventually(ctx, t, fmt.Sprintf("%s Ready %v", node, want), func() error {
+		if got := ready(ctx, cs, node); got != want {
+			return fmt.Errorf("Ready %v", got)
+		}
+		return nil
+	})
 }
 
 func waitReadyReplicas(ctx context.Context, t *testing.T, cs kubernetes.Interface, want int32) {

@@ -144,21 +144,11 @@ func TestExternalTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, "node-1 not Ready", func() error {
-		if ready(ctx, admin, "node-1") {
-			return fmt.Errorf("still Ready")
-		}
-		return nil
-	})
+	waitNodeReady(ctx, t, admin, "node-1", false)
 	if err := heal(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, "node-1 Ready after the heal", func() error {
-		if !ready(ctx, admin, "node-1") {
-			return fmt.Errorf("not Ready")
-		}
-		return nil
-	})
+	waitNodeReady(ctx, t, admin, "node-1", true)
 
 	closed = true
 	if err := c.Close(); err != nil {
