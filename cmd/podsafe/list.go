@@ -34,8 +34,10 @@ func newListCmd() *cobra.Command {
 			case "embedded":
 			case "kube":
 				return listKube(out, members, apiServers, nodes, network, fencingOn)
+			case "kubeconfig":
+				return listKubeconfig(out, nodes, fencingOn)
 			default:
-				return &exitError{code: exitUsage, err: fmt.Errorf("--target %q: choose embedded or kube", targetName)}
+				return &exitError{code: exitUsage, err: fmt.Errorf("--target %q: choose embedded, kube or kubeconfig", targetName)}
 			}
 			fmt.Fprintln(out, "Workloads:")
 			printMap(out, specs.Workloads())
@@ -79,7 +81,7 @@ func newListCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&targetName, "target", "embedded", "embedded, or kube: which faults the kube target offers, and why the others are not")
+	fl.StringVar(&targetName, "target", "embedded", "embedded, kube or kubeconfig: which faults the kube target (or an existing cluster) offers, and why the others are not")
 	fl.IntVar(&members, "members", 3, "kube target: etcd members")
 	fl.IntVar(&apiServers, "apiservers", 1, "kube target: kube-apiservers")
 	fl.IntVar(&nodes, "nodes", 3, "kube target: podsafe's nodes")
@@ -122,6 +124,46 @@ func listKube(out io.Writer, members, apiServers, nodes int, network string, fen
 		why, ok := kubeMissing[f.Name()]
 		if !ok {
 			why = "not with this shape (more etcd members or nodes needed)"
+		}
+		for _, need := range f.Needs() {
+			if r := c.Unavailable(need); r != "" {
+				why = r
+				break
+			}
+		}
+		off = append(off, fmt.Sprintf("  %-20s %s", f.Name(), why))
+	}
+	if len(off) > 0 {
+		fmt.Fprintln(out, "\nNot available there:")
+		for _, l := range off {
+			fmt.Fprintln(out, l)
+		}
+	}
+	return nil
+}
+
+// listKubeconfig prints the faults podsafe can inject on an existing
+// cluster, where it owns only its own nodes (and fencing controller), and
+// why the others are not offered.
+func listKubeconfig(out io.Writer, nodes int, fencingOn bool) error {
+	var names []string
+	for i := range nodes {
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	c := kube.PlanExternal(names, fencingOn)
+	fmt.Fprintf(out, "Nemeses on an existing cluster (--kubeconfig; %d nodes of podsafe's, links cut at their sockets):\n", nodes)
+	var off []string
+	for _, f := range nemesis.All() {
+		if f.Available(c) {
+			fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())
+			continue
+		}
+		why := "podsafe owns only its nodes and fencing controller on an existing cluster, not its control plane"
+		switch f.Name() {
+		case "kill-fencing":
+			why = kubeMissing[f.Name()]
+		case "partition-storage":
+			why = "no shared storage server of podsafe's on an existing cluster"
 		}
 		for _, need := range f.Needs() {
 			if r := c.Unavailable(need); r != "" {

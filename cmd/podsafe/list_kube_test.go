@@ -57,3 +57,27 @@ func TestListKube(t *testing.T) {
 		t.Errorf("list --target cloud: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestListKubeconfig: on an existing cluster podsafe offers only the faults
+// of what it owns, its nodes (and fencing controller), and says why not the
+// others.
+func TestListKubeconfig(t *testing.T) {
+	out, code := run(context.Background(), "list", "--target", "kubeconfig", "--nodes", "3")
+	offered, missing, ok := strings.Cut(out, "Not available there:")
+	if code != 0 || !ok {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, f := range []string{"kill-kubelet", "pause-kubelet", "partition-node", "partition-node-node", "lose-node"} {
+		if !strings.Contains(offered, "  "+f+" ") {
+			t.Errorf("%s not offered on an existing cluster:\n%s", f, out)
+		}
+	}
+	for _, f := range []string{"kill-member", "isolate-leader", "kill-scheduler", "pause-controller", "api-store"} {
+		if strings.Contains(offered, "  "+f+" ") || !strings.Contains(missing, f) {
+			t.Errorf("%s offered on an existing cluster, or not said why not:\n%s", f, out)
+		}
+	}
+	if !strings.Contains(missing, "not its control plane") {
+		t.Errorf("no reason given:\n%s", out)
+	}
+}

@@ -135,6 +135,27 @@ func NewExternal(ctx context.Context, cfg ExternalConfig) (*Cluster, error) {
 	return c, nil
 }
 
+// PlanExternal is the kubeconfig target with nodes and (fencing) the
+// fencing controller as podsafe would run it on an existing cluster,
+// without connecting to one: its components and what can be done to them,
+// for `podsafe list --target kubeconfig`. Only Kind, Components, Can and
+// Members are meaningful on it.
+func PlanExternal(nodes []string, fencing bool) *Cluster {
+	gn := newGateNet()
+	c := &Cluster{cfg: Config{Logger: slog.New(slog.DiscardHandler)}, log: slog.New(slog.DiscardHandler),
+		procs: map[string]*proc{}, hosts: map[string]netip.Addr{}, ext: &external{}, net: gn, mode: NetworkSockets}
+	c.comps = append(c.comps, target.Component{Name: ExternalAPIServer, Role: target.RoleAPIServer, Host: ExternalHost, Member: -1})
+	if fencing {
+		gn.addLocal(context.Background(), FencingComponent)
+		c.comps = append(c.comps, target.Component{Name: FencingComponent, Role: target.RoleFencing, Host: FencingComponent, Member: -1})
+	}
+	for _, n := range nodes {
+		gn.addLocal(context.Background(), NodeHost(n))
+		c.comps = append(c.comps, target.Component{Name: KubeletComponent(n), Role: target.RoleKubelet, Host: NodeHost(n), Member: -1, Node: n})
+	}
+	return c
+}
+
 // NetworkSockets is the network mode of an existing cluster: podsafe's own
 // hosts' links are cut at their sockets (gateNet).
 const NetworkSockets = "sockets"

@@ -384,6 +384,9 @@ func (c *Cluster) Unavailable(capability target.Capability) string {
 	if c.Can(capability, "") {
 		return ""
 	}
+	if c.ext != nil && capability != target.Power {
+		return "podsafe owns only its nodes and fencing controller on an existing cluster, not its control plane"
+	}
 	switch capability {
 	case target.Network:
 		return c.why
