@@ -70,7 +70,10 @@ const GraceReactionSlack = time.Second
 // probe that kills, no pod's script uses memory and no node reported
 // MemoryPressure, the pod was never marked Evicted, and its object still
 // existed at the kill): then the kubelet computed the grace wrongly (GP-1)
-// and the kill is Illegal.
+// and the kill is Illegal. A kill that honours a grace of 1 s which the store
+// shows the API server set by shortening the pod's grace (a second deletion
+// whose deadline, counted from the first, had passed) is Ok: the kubelet
+// must honour the API's grace (GP-5).
 //
 // The upper bound (LC-11, PS-4, and PS-3, GP-5 for a shortened grace):
 // once the store shows the pod terminating with deletionGracePeriodSeconds
@@ -108,7 +111,7 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	st := &stopper{ctx: ctx}
 
 	var illegal, undecided []Evidence
-	nIllegal, nUndecided, unjudged, unbounded, retries := 0, 0, 0, 0, 0
+	nIllegal, nUndecided, unjudged, unbounded, retries, expired := 0, 0, 0, 0, 0, 0
 	var upper upperCounts
 	uids := map[string]bool{}
 	for _, a := range attempts {
@@ -136,6 +139,8 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 			continue
 		case j.unbounded:
 			unbounded++
+		case j.expiredShortening:
+			expired++
 		}
 		res.Stats.Checked++
 		switch j.verdict {
@@ -162,6 +167,9 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	}
 	if unjudged > 0 {
 		notes = append(notes, fmt.Sprintf("%s not judged: neither a deletion nor the ledger gives the grace", count(unjudged, "kill")))
+	}
+	if expired > 0 {
+		notes = append(notes, fmt.Sprintf("%s honoured the 1 s the API server set when a shorter grace asked of a terminating pod had already run out (GP-5, GP-6)", count(expired, "kill")))
 	}
 	if upper.judged > 0 {
 		notes = append(notes, fmt.Sprintf("%s held to TERM by the deletion's deadline and KILL 2 s after it (LC-11; PS-3, GP-5 when shortened)", count(upper.judged, "kill")))
@@ -300,6 +308,9 @@ type killJudgement struct {
 	problem   string
 	grace     string // where the grace came from
 	sources   []int  // API calls behind the grace
+	// expiredShortening: the kill honoured the 1 s the API server set when
+	// a shortening's deadline had passed.
+	expiredShortening bool
 }
 
 func (j killJudgement) evidence(h *history.History) Evidence {
@@ -401,6 +412,13 @@ func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, facts *graceFac
 		switch p2, used2 := check(termWeak, killWeak); {
 		case p2 != "":
 			p, used = p2, used2
+		case stated == 1 && facts.pods[a.uid] != nil && facts.pods[a.uid].shortenedToOne(ledger[last].T):
+			// The API server itself shortened the grace to 1 s (a second
+			// deletion whose deadline, counted from the first, had passed:
+			// kube-apiserver's rule, GP-6, PS-3), and the kubelet honoured
+			// that grace, as it must (GP-5).
+			j.verdict, j.expiredShortening = Ok, true
+			return j
 		case facts.onlyDeletionKills(a.uid, ledger[last].T):
 			// No probe, eviction or orphan kill could have set the
 			// shorter grace: the kubelet computed it wrongly (GP-1).

@@ -577,3 +577,33 @@ func TestGraceUpperBoundOrphan(t *testing.T) {
 		led(20, kill, "n1", "web-0", "a", grace(10))
 	mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Ok)
 }
+
+// A second deletion asked for 62 s of a pod deleted with 281 s when 60.5 s
+// had passed by the kubelet's clock, but more by the API server's: the API
+// server moved the deadline to now with grace 1 (kube-apiserver's rule for
+// an expired shortening), and the kubelet honoured that 1 s, killing 61.45 s
+// after the kill began. That is Ok, however early against the 62 s asked
+// for. With the store showing the grace shortened to 62 s instead, the same
+// kill is the kubelet's own wrong grace (GP-1, Illegal), and so is a kill
+// honouring 1 s before the API server shortened anything.
+func TestGraceExpiredShortening(t *testing.T) {
+	expired := func(shortenTo int64, killAt float64) *hb {
+		b := &hb{}
+		b.led(1, start, "n1", "web-0", "a").
+			podVersion(1.5, "a", 0, "", "").
+			regraced(10, "a", 281).
+			led(10.05, term, "n1", "web-0", "a", grace(281))
+		if killAt > 70.5 {
+			b.deleted(70.5, "workload", "a", 62).
+				podVersion(70.51, "a", shortenTo, "", "")
+		}
+		return b.led(killAt, kill, "n1", "web-0", "a", grace(1))
+	}
+	res := mustVerdict(t, CheckGrace(bg, expired(1, 71.5).history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 kill honoured the 1 s the API server set")
+
+	res = mustVerdict(t, CheckGrace(bg, expired(62, 71.5).history(), Options{}), Illegal)
+	mustMention(t, "description", res.Evidence[0].Description, "GP-1")
+
+	mustVerdict(t, CheckGrace(bg, expired(1, 30).history(), Options{}), Illegal)
+}
