@@ -72,6 +72,31 @@ func probeAPI(ctx context.Context) kubernetes.Interface {
 		_, cs := probeCluster(ctx, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1)})
 		return cs
 	}
+	_, cs := startProbeKube(ctx, nil)
+	return cs
+}
+
+// probeNodeAPI is probeAPI with one node, probeNode, run by podsafe's
+// kubelet, whose runtime writes to ledger: on the embedded target an
+// in-process cluster at time scale 50, on the kube target a real control
+// plane with podsafe's kubelet as its node, at time scale 1.
+func probeNodeAPI(ctx context.Context, ledger kubelet.Ledger) kubernetes.Interface {
+	topo := cluster.DefaultTopology(1, 1, 1)
+	if conformanceTarget != specs.TargetKube {
+		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Ledger: ledger})
+		return cs
+	}
+	c, cs := startProbeKube(ctx, []string{probeNode})
+	n := topo.Nodes[0]
+	Expect(c.StartKubelets(ctx, []kube.NodeSpec{{Name: n.Name, Labels: n.Labels, Taints: n.Taints}}, kube.KubeletOptions{Ledger: ledger})).To(Succeed())
+	return cs
+}
+
+// startProbeKube starts a real control plane of one etcd member and one
+// kube-apiserver with its scheduler and controller-manager, with tokens for
+// nodes, stopped when the spec ends, and returns it with an admin client
+// once the default ServiceAccount exists.
+func startProbeKube(ctx context.Context, nodes []string) (*kube.Cluster, kubernetes.Interface) {
 	bins, err := binaries.Cached(binaries.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	c, err := kube.New(kube.Config{Dir: GinkgoT().TempDir(), Binaries: bins, Etcd: 1, Network: kube.NetworkLoopback})
@@ -79,7 +104,7 @@ func probeAPI(ctx context.Context) kubernetes.Interface {
 	DeferCleanup(c.Close)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	Expect(c.Start(startCtx, nil)).To(Succeed())
+	Expect(c.Start(startCtx, nodes)).To(Succeed())
 	rc, err := c.RESTConfig(kube.AdminUser, "", 0)
 	Expect(err).NotTo(HaveOccurred())
 	cs, err := kubernetes.NewForConfig(rc)
@@ -91,7 +116,7 @@ func probeAPI(ctx context.Context) kubernetes.Interface {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}).Should(Succeed(), "the default ServiceAccount")
-	return cs
+	return c, cs
 }
 
 func simPod(name string, labels map[string]string) *corev1.Pod {
@@ -277,13 +302,12 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a confirmed force deletion removes the pod at once: %v", err)
 	})
 
-	It("LC-13, PS-6: a force deletion removes the object at once, the name is free at once, and the old processes may still run", Label("LC-13", "PS-6", "LC", "PS"), func(ctx SpecContext) {
-		topo := cluster.DefaultTopology(1, 1, 1)
+	It("LC-13, PS-6: a force deletion removes the object at once, the name is free at once, and the old processes may still run", Label("LC-13", "PS-6", "LC", "PS", onKube), func(ctx SpecContext) {
 		ledger := &kubelet.MemoryLedger{}
-		_, cs := probeCluster(ctx, cluster.Config{Topology: topo, Kubelets: true, Ledger: ledger})
+		cs := probeNodeAPI(ctx, ledger)
 		pods := cs.CoreV1().Pods("default")
 		p := simPod("db", nil)
-		p.Spec.NodeName = topo.Nodes[0].Name
+		p.Spec.NodeName = probeNode
 		p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": "ignore-term"}
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 		old, err := pods.Create(ctx, p, metav1.CreateOptions{})
