@@ -99,14 +99,19 @@ var kubeMissing = map[string]string{
 	"ring":              "needs 5 etcd members (--members 5)",
 }
 
+// nodeNames are the names podsafe gives n nodes.
+func nodeNames(n int) []string {
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	return names
+}
+
 // listKube prints every fault with whether the kube target of that shape
 // offers it here, and why not.
 func listKube(out io.Writer, members, apiServers, nodes int, network string, fencingOn bool) error {
-	var names []string
-	for i := range nodes {
-		names = append(names, fmt.Sprintf("node-%d", i))
-	}
-	c, err := kube.Plan(kube.Config{Etcd: members, APIServers: apiServers, Network: network}, names, fencingOn)
+	c, err := kube.Plan(kube.Config{Etcd: members, APIServers: apiServers, Network: network}, nodeNames(nodes), fencingOn)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -115,30 +120,12 @@ func listKube(out io.Writer, members, apiServers, nodes int, network string, fen
 		withFencing = ", fencing controller"
 	}
 	fmt.Fprintf(out, "Nemeses on the kube target (%d etcd, %d kube-apiserver, %d nodes%s, network %s):\n", members, apiServers, nodes, withFencing, c.NetworkMode())
-	var off []string
-	for _, f := range nemesis.All() {
-		if f.Available(c) {
-			fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())
-			continue
+	printFaults(out, c, func(name string) string {
+		if why, ok := kubeMissing[name]; ok {
+			return why
 		}
-		why, ok := kubeMissing[f.Name()]
-		if !ok {
-			why = "not with this shape (more etcd members or nodes needed)"
-		}
-		for _, need := range f.Needs() {
-			if r := c.Unavailable(need); r != "" {
-				why = r
-				break
-			}
-		}
-		off = append(off, fmt.Sprintf("  %-20s %s", f.Name(), why))
-	}
-	if len(off) > 0 {
-		fmt.Fprintln(out, "\nNot available there:")
-		for _, l := range off {
-			fmt.Fprintln(out, l)
-		}
-	}
+		return "not with this shape (more etcd members or nodes needed)"
+	})
 	return nil
 }
 
@@ -146,25 +133,30 @@ func listKube(out io.Writer, members, apiServers, nodes int, network string, fen
 // cluster, where it owns only its own nodes (and fencing controller), and
 // why the others are not offered.
 func listKubeconfig(out io.Writer, nodes int, fencingOn bool) error {
-	var names []string
-	for i := range nodes {
-		names = append(names, fmt.Sprintf("node-%d", i))
-	}
-	c := kube.PlanExternal(names, fencingOn)
+	c := kube.PlanExternal(nodeNames(nodes), fencingOn)
 	fmt.Fprintf(out, "Nemeses on an existing cluster (--kubeconfig; %d nodes of podsafe's, links cut at their sockets):\n", nodes)
+	printFaults(out, c, func(name string) string {
+		switch name {
+		case "kill-fencing":
+			return kubeMissing[name]
+		case "partition-storage":
+			return "no shared storage server of podsafe's on an existing cluster"
+		}
+		return "podsafe owns only its nodes and fencing controller on an existing cluster, not its control plane"
+	})
+	return nil
+}
+
+// printFaults prints the faults c offers, then each other one with why not:
+// the first capability it needs that c says it lacks, else missing's reason.
+func printFaults(out io.Writer, c *kube.Cluster, missing func(name string) string) {
 	var off []string
 	for _, f := range nemesis.All() {
 		if f.Available(c) {
 			fmt.Fprintf(out, "  %-20s %s\n", f.Name(), f.Describe())
 			continue
 		}
-		why := "podsafe owns only its nodes and fencing controller on an existing cluster, not its control plane"
-		switch f.Name() {
-		case "kill-fencing":
-			why = kubeMissing[f.Name()]
-		case "partition-storage":
-			why = "no shared storage server of podsafe's on an existing cluster"
-		}
+		why := missing(f.Name())
 		for _, need := range f.Needs() {
 			if r := c.Unavailable(need); r != "" {
 				why = r
@@ -179,7 +171,6 @@ func listKubeconfig(out io.Writer, nodes int, fencingOn bool) error {
 			fmt.Fprintln(out, l)
 		}
 	}
-	return nil
 }
 
 func printMap(out interface{ Write([]byte) (int, error) }, m map[string]string) {
