@@ -60,20 +60,29 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 	}
 
 	creators := newPodCreators(h.API)
-	owners := ownerKinds(h.Store)
-	for _, k := range owners {
-		if k == "StatefulSet" {
-			// The store shows pets even where no create call is recorded.
-			creators.pets = true
-		}
-	}
 	kinds := map[string]podKind{} // uid -> kind
 	byPod := map[string][]run{}
+	unknown := map[string]bool{} // UIDs no recorded create explains
+	podOf := map[string]string{} // their pod identities
 	for _, r := range runs {
 		if _, ok := kinds[r.uid]; !ok {
-			kinds[r.uid] = withOwners(creators.classify(h.API, r.uid, r.pod), owners[r.uid], r.pod)
+			kinds[r.uid] = creators.classify(h.API, r.uid, r.pod)
+			if kinds[r.uid] == kindUnknown {
+				unknown[r.uid], podOf[r.uid] = true, r.pod
+			}
 		}
 		byPod[r.pod] = append(byPod[r.pod], r)
+	}
+	if len(unknown) > 0 {
+		// Only then is the store read for the pods' controller owners.
+		owners := ownerKinds(h.Store, unknown)
+		for uid, k := range owners {
+			if k == "StatefulSet" {
+				// The store shows pets even where no create call is recorded.
+				creators.pets = true
+			}
+			kinds[uid] = withOwners(kinds[uid], k, podOf[uid])
+		}
 	}
 	pods := make([]string, 0, len(byPod))
 	for p := range byPod {

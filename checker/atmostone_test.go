@@ -319,8 +319,8 @@ func TestAtMostOnePetsFromStoreOwners(t *testing.T) {
 	res = mustVerdict(t, CheckAtMostOne(bg, b.history(), Options{}), Ok)
 	mustMention(t, "summary", res.Summary, "no pet ran two UIDs at once (1 pet")
 
-	// Owned by a ReplicaSet, or by nothing, a pet-like name is no pet: an
-	// overlap is allowed (LC-13) once the store shows pets exist at all.
+	// Owned by a ReplicaSet, a pet-like name is no pet: its overlap with a
+	// pod the history says nothing of is allowed (LC-13).
 	b = &hb{}
 	b.storePod(0.5, "db-0", "x", "StatefulSet").
 		storePod(1, "web-0", "a", "ReplicaSet").storePod(3, "web-0", "b", "").

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -212,15 +213,16 @@ func newPodCreators(api []history.APICall) *podCreators {
 	return pc
 }
 
-// ownerKinds reads the controller owner of every pod the store recorded:
-// uid -> "StatefulSet", "ReplicaSet" or another kind. It is the fallback of
-// podCreators when the history holds no create call for a pod (an existing
-// cluster whose audit log podsafe cannot read): the store's record of a pod
-// says which controller owns it.
-func ownerKinds(store []history.StoreEvent) map[string]string {
+// ownerKinds reads the controller owner of the pods uids the store
+// recorded: uid -> "StatefulSet", "ReplicaSet" or another kind. It is the
+// fallback of podCreators when the history holds no create call for a pod
+// (an existing cluster whose audit log podsafe cannot read): the store's
+// record of a pod says which controller owns it. Only versions that carry
+// owner references are decoded, each UID's first.
+func ownerKinds(store []history.StoreEvent, uids map[string]bool) map[string]string {
 	out := map[string]string{}
 	for _, ev := range store {
-		if ev.Resource != "pods" || len(ev.Object) == 0 {
+		if ev.Resource != "pods" || len(ev.Object) == 0 || !bytes.Contains(ev.Object, []byte(`"ownerReferences"`)) {
 			continue
 		}
 		var p struct {
@@ -232,9 +234,13 @@ func ownerKinds(store []history.StoreEvent) map[string]string {
 				} `json:"ownerReferences"`
 			} `json:"metadata"`
 		}
-		if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
+		if json.Unmarshal(ev.Object, &p) != nil || !uids[p.Metadata.UID] {
 			continue
 		}
+		if _, seen := out[p.Metadata.UID]; seen {
+			continue
+		}
+		out[p.Metadata.UID] = ""
 		for _, o := range p.Metadata.OwnerReferences {
 			if o.Controller != nil && *o.Controller {
 				out[p.Metadata.UID] = o.Kind

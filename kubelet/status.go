@@ -311,17 +311,23 @@ func statusShows(api, ours *corev1.PodStatus) bool {
 			return false
 		}
 	}
-	for _, cs := range append(slices.Clone(ours.InitContainerStatuses), ours.ContainerStatuses...) {
-		found := false
-		for _, a := range append(slices.Clone(api.InitContainerStatuses), api.ContainerStatuses...) {
-			if a.Name == cs.Name {
-				found = a.Ready == cs.Ready && a.RestartCount == cs.RestartCount &&
-					(a.State.Running != nil) == (cs.State.Running != nil) &&
-					(a.State.Terminated != nil) == (cs.State.Terminated != nil)
-				break
-			}
+	return containersShow(api.InitContainerStatuses, ours.InitContainerStatuses) &&
+		containersShow(api.ContainerStatuses, ours.ContainerStatuses)
+}
+
+// containersShow reports whether every container of ours is in api in the
+// same state and readiness. It is pure and allocates nothing: it runs on
+// every informer update of a pod.
+func containersShow(api, ours []corev1.ContainerStatus) bool {
+	for _, cs := range ours {
+		i := slices.IndexFunc(api, func(a corev1.ContainerStatus) bool { return a.Name == cs.Name })
+		if i < 0 {
+			return false
 		}
-		if !found {
+		a := api[i]
+		if a.Ready != cs.Ready || a.RestartCount != cs.RestartCount ||
+			(a.State.Running != nil) != (cs.State.Running != nil) ||
+			(a.State.Terminated != nil) != (cs.State.Terminated != nil) {
 			return false
 		}
 	}

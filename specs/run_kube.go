@@ -160,7 +160,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	if fencingOn {
 		// podsafe's fencing controller, an ordinary client of the real
 		// API servers, its calls recorded under its podsafe identity.
-		opts := kube.FencingOptions{Enabled: true, Agents: s.FenceAgents,
+		opts := kube.FencingOptions{Agents: s.FenceAgents,
 			WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityFencingController}
 		if err := c.StartFencing(startCtx, opts); err != nil {
 			stopRec()

@@ -50,8 +50,6 @@ const DefaultFenceThreshold = 15 * time.Second
 
 // FencingOptions configure podsafe's fencing controller on the cluster.
 type FencingOptions struct {
-	// Enabled runs the fencing controller (StartFencing); Plan lists it.
-	Enabled bool
 	// Agents in order (default DefaultFenceAgents), from FenceAgentNames.
 	Agents []string
 	// Threshold is how long a node's lease may go unrenewed before the
@@ -85,6 +83,9 @@ func (o FencingOptions) validate() error {
 	return nil
 }
 
+// fenceKey names one agent's fence of one node.
+type fenceKey struct{ node, agent string }
+
 // fenceAgent is one of the cluster's fence agents.
 type fenceAgent struct {
 	name string
@@ -117,7 +118,7 @@ func (a *fenceAgent) Fence(ctx context.Context, node string, _ int64) error {
 	switch a.name {
 	case FenceAgentPower:
 		kl.mu.Lock()
-		kl.fenced[node+"/"+a.name] = true
+		kl.fenced[fenceKey{node, a.name}] = true
 		kl.mu.Unlock()
 		return a.c.PowerOff(ctx, node)
 	case FenceAgentNetwork:
@@ -133,7 +134,7 @@ func (a *fenceAgent) Fence(ctx context.Context, node string, _ int64) error {
 		}
 		kl.mu.Lock()
 		kl.fenceCuts[node] = heal
-		kl.fenced[node+"/"+a.name] = true
+		kl.fenced[fenceKey{node, a.name}] = true
 		kl.mu.Unlock()
 		return nil
 	}
@@ -147,7 +148,7 @@ func (a *fenceAgent) Unfence(ctx context.Context, node string) error {
 		return fmt.Errorf("%s unfence of %s: %w", a.name, node, err)
 	}
 	kl.mu.Lock()
-	delete(kl.fenced, node+"/"+a.name)
+	delete(kl.fenced, fenceKey{node, a.name})
 	heal := kl.fenceCuts[node]
 	if a.name == FenceAgentNetwork {
 		delete(kl.fenceCuts, node)
@@ -237,7 +238,7 @@ func (c *Cluster) PowerOn(_ context.Context, node string) error {
 		return fmt.Errorf("power on %s: %w", node, err)
 	}
 	kl.mu.Lock()
-	if kl.fenced[node+"/"+FenceAgentPower] {
+	if kl.fenced[fenceKey{node, FenceAgentPower}] {
 		kl.mu.Unlock()
 		return fmt.Errorf("power on %s: %w", node, ErrFenced)
 	}
@@ -277,7 +278,7 @@ func (c *Cluster) Fenced(node string) bool {
 	kl.mu.Lock()
 	defer kl.mu.Unlock()
 	for _, a := range FenceAgentNames {
-		if kl.fenced[node+"/"+a] {
+		if kl.fenced[fenceKey{node, a}] {
 			return true
 		}
 	}

@@ -71,22 +71,29 @@ func (g *gate) hold(stop <-chan struct{}, deadline time.Time) error {
 		if !cut {
 			return nil
 		}
+		var t *time.Timer
 		var timeout <-chan time.Time
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
 			if d <= 0 {
 				return os.ErrDeadlineExceeded
 			}
-			t := time.NewTimer(d)
-			defer t.Stop()
+			t = time.NewTimer(d)
 			timeout = t.C
 		}
+		var err error
 		select {
 		case <-changed:
 		case <-stop:
-			return net.ErrClosed
+			err = net.ErrClosed
 		case <-timeout:
-			return os.ErrDeadlineExceeded
+			err = os.ErrDeadlineExceeded
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -42,9 +42,9 @@ type kubelets struct {
 	paused  map[string]func() error // heals of paused kubelets' holds
 	running runset.Set
 	// powerOff holds the nodes powered off (PowerOff); fenced the fences
-	// in place, by "node/agent"; fenceCuts the heals of network fences.
+	// in place; fenceCuts the heals of network fences.
 	powerOff  map[string]bool
-	fenced    map[string]bool
+	fenced    map[fenceKey]bool
 	fenceCuts map[string]func() error
 }
 
@@ -59,7 +59,7 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 	if c.kl == nil {
 		c.kl = &kubelets{opts: opts, specs: map[string]NodeSpec{}, runtimes: map[string]*kubelet.SimRuntime{},
 			clocks: map[string]*scaledclock.Clock{}, paused: map[string]func() error{},
-			powerOff: map[string]bool{}, fenced: map[string]bool{}, fenceCuts: map[string]func() error{}}
+			powerOff: map[string]bool{}, fenced: map[fenceKey]bool{}, fenceCuts: map[string]func() error{}}
 	}
 	kl := c.kl
 	c.mu.Unlock()
