@@ -32,8 +32,8 @@ type KubeletOptions struct {
 	_ struct{}
 }
 
-// apply sets o's settings in cfg.
-func (o KubeletOptions) apply(cfg *kubelet.Config) {
+// Apply sets o's settings in cfg.
+func (o KubeletOptions) Apply(cfg *kubelet.Config) {
 	cfg.EvictionHard = o.EvictionHard
 	cfg.EvictionSoft = o.EvictionSoft
 	cfg.EvictionSoftGracePeriod = o.EvictionSoftGracePeriod
@@ -113,7 +113,7 @@ func (c *Cluster) StartKubelet(node string) error {
 		Capacity: defaultResources(), Clock: c.ComponentClock(KubeletComponent(node)), Runtime: rt,
 		Logger: c.log.With("component", "kubelet", "node", node),
 	}
-	c.cfg.Kubelet.apply(&kcfg)
+	c.cfg.Kubelet.Apply(&kcfg)
 	k, err := kubelet.New(kcfg)
 	if err != nil {
 		return fmt.Errorf("building kubelet of %s: %w", node, err)

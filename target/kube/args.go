@@ -36,6 +36,9 @@ type layout struct {
 	tokens  string // token file
 	policy  string // audit policy file
 	timings Timings
+	// noPreemption: the schedulers run with a configuration file that
+	// disables DefaultPreemption.
+	noPreemption bool
 }
 
 func etcdName(i int) string              { return fmt.Sprintf("etcd-%d", i) }
@@ -155,17 +158,45 @@ func (l *layout) kubeconfigPath(name string) string {
 	return filepath.Join(l.dir, "kubeconfig", name+".kubeconfig")
 }
 
+// schedulerConfigPath is scheduler i's KubeSchedulerConfiguration file,
+// written only when the layout disables preemption.
+func (l *layout) schedulerConfigPath(i int) string {
+	return filepath.Join(l.dir, "kube-scheduler-config-"+strconv.Itoa(i)+".yaml")
+}
+
+// schedulerConfig is scheduler i's KubeSchedulerConfiguration with the
+// DefaultPreemption post-filter disabled. A configuration file replaces the
+// deprecated --kubeconfig flag, so it names the kubeconfig itself; the
+// leader election flags still apply.
+func (l *layout) schedulerConfig(i int) []byte {
+	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: ` + strconv.Quote(l.kubeconfigPath(schedulerName(i))) + `
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
+`)
+}
+
 // schedulerArgs is scheduler i's command line; it talks to API server i.
 func (l *layout) schedulerArgs(i int, addr netip.Addr) []string {
 	kc := l.kubeconfigPath(schedulerName(i))
-	return append([]string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=" + addr.String(),
-		"--secure-port=" + strconv.Itoa(SchedulerPort),
+	var config []string
+	if l.noPreemption {
+		config = []string{"--config=" + l.schedulerConfigPath(i)}
+	}
+	return append(append(config,
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--bind-address="+addr.String(),
+		"--secure-port="+strconv.Itoa(SchedulerPort),
 		"--v=1",
-	}, l.leaderElectArgs()...)
+	), l.leaderElectArgs()...)
 }
 
 // controllerManagerArgs is controller-manager i's command line; it talks

@@ -124,7 +124,7 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 	if err := c.pickNetwork(ctx, runID); err != nil {
 		return err
 	}
-	lay := &layout{dir: c.cfg.Dir, runID: runID, timings: c.cfg.Timings}
+	lay := &layout{dir: c.cfg.Dir, runID: runID, timings: c.cfg.Timings, noPreemption: c.cfg.DisablePreemption}
 	c.lay = lay
 	for i := range c.cfg.Etcd {
 		a, err := c.addHost(ctx, etcdName(i), target.RoleStore, i, "")
@@ -170,6 +170,11 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 			}
 			if err := writeKubeconfig(lay.kubeconfigPath(comp.name), lay.apiURL(i), lay.pki.CAPEM, usr); err != nil {
 				return err
+			}
+		}
+		if lay.noPreemption {
+			if err := os.WriteFile(lay.schedulerConfigPath(i), lay.schedulerConfig(i), 0o644); err != nil {
+				return fmt.Errorf("writing the scheduler's configuration: %w", err)
 			}
 		}
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	Timings Timings
 	// Logger receives the cluster's own log (nil: discard).
 	Logger *slog.Logger
+	// DisablePreemption runs kube-scheduler with its DefaultPreemption
+	// plugin disabled (a KubeSchedulerConfiguration file), the
+	// configuration PR-13 speaks of.
+	DisablePreemption bool
 
 	_ struct{}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/cluster/scaledclock"
 	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/kubelet"
@@ -27,6 +28,9 @@ type KubeletOptions struct {
 	// given the podsafe identity ("kubelet:NODE"), so API calls are
 	// recorded with it.
 	WrapTransport func(identity string) func(http.RoundTripper) http.RoundTripper
+	// Tuning are the settings the embedded cluster's kubelets take too
+	// (eviction thresholds), in wall time here.
+	Tuning cluster.KubeletOptions
 }
 
 // kubelets are podsafe's node agents on the cluster: one simulated runtime
@@ -159,14 +163,16 @@ func (c *Cluster) StartKubelet(node string) error {
 		return fmt.Errorf("client of the kubelet of %s: %w", node, err)
 	}
 	t := c.cfg.Timings
-	k, err := kubelet.New(kubelet.Config{
+	kcfg := kubelet.Config{
 		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints, Runtime: rt, Clock: clk,
 		LeaseRenew: t.KubeletLeaseRenew.D(), LeaseDuration: t.KubeletLeaseDuration.D(), NodeStatusEvery: t.KubeletStatusEvery.D(),
 		Logger:               c.log.With("component", "kubelet", "node", node),
 		GetVolumeAttachments: true,
 		// The control plane's own version: the nodes are as new as it.
 		Version: c.cfg.Binaries.Versions.Kubernetes,
-	})
+	}
+	kl.opts.Tuning.Apply(&kcfg)
+	k, err := kubelet.New(kcfg)
 	if err != nil {
 		return fmt.Errorf("building the kubelet of %s: %w", node, err)
 	}
