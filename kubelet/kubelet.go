@@ -99,6 +99,15 @@ type Config struct {
 	// all: on a cluster with the Node authorizer a node may get the
 	// attachments of its pods' volumes but not list them.
 	GetVolumeAttachments bool
+	// CSIAttachments: the pods' claims are bound to CSI persistent volumes
+	// that Kubernetes' attach/detach controller attaches, one
+	// VolumeAttachment per volume and node named by CSIAttachmentName (a
+	// real control plane), instead of podsafe's one attachment per volume
+	// named by VolumeID. The node is registered with
+	// ControllerManagedAttachAnnotation and reports the volumes its pods use
+	// in status.volumesInUse before their containers start, as the real
+	// kubelet does.
+	CSIAttachments bool
 	// Version is the kubelet version the node reports
 	// (status.nodeInfo.kubeletVersion; default DefaultVersion). On a real
 	// control plane it is the control plane's, so version-skew rules hold.
@@ -172,6 +181,12 @@ type Kubelet struct {
 	ctx      context.Context
 	mem      memoryPressure
 	vaLister storagelisters.VolumeAttachmentLister // set in Run before any worker starts
+	// inUse are the CSI volumes each pod's worker uses (CSIAttachments);
+	// reportedInUse those the node's status last posted in use; statusKick
+	// asks for the status to be posted now.
+	inUse         map[types.UID][]string
+	reportedInUse map[string]bool
+	statusKick    chan struct{}
 }
 
 // New validates cfg and returns a kubelet ready to Run.
@@ -184,6 +199,7 @@ func New(cfg Config) (*Kubelet, error) {
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
 		clock: cfg.Clock, rt: cfg.Runtime,
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]bool{},
+		statusKick: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -339,6 +355,7 @@ func (k *Kubelet) workerDone(uid types.UID) {
 	k.mu.Lock()
 	delete(k.workers, uid)
 	k.finished[uid] = true
+	k.releaseInUse(uid)
 	k.mu.Unlock()
 }
 

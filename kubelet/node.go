@@ -37,6 +37,8 @@ func (k *Kubelet) runNode(ctx context.Context) {
 			return
 		case <-pressureChanged:
 			t.Stop()
+		case <-k.statusKick:
+			t.Stop()
 		case <-t.C():
 		}
 	}
@@ -51,8 +53,12 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 	defer cancel()
 	node, err := nodes.Get(rctx, k.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		var annotations map[string]string
+		if k.cfg.CSIAttachments {
+			annotations = map[string]string{ControllerManagedAttachAnnotation: "true"}
+		}
 		node, err = nodes.Create(rctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.cfg.Labels},
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.cfg.Labels, Annotations: annotations},
 			Spec:       corev1.NodeSpec{Taints: k.cfg.Taints},
 		}, metav1.CreateOptions{})
 		if err == nil {
@@ -90,8 +96,33 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 	node.Status.NodeInfo.OperatingSystem = "linux"
 	node.Status.NodeInfo.Architecture = runtime.GOARCH
 	node.Status.NodeInfo.ContainerRuntimeVersion = "podsafe-sim://1"
+	var inUse []corev1.UniqueVolumeName
+	if k.cfg.CSIAttachments {
+		k.mu.Lock()
+		inUse = k.volumesInUse()
+		k.mu.Unlock()
+		node.Status.VolumesInUse = inUse
+	}
 	if _, err := nodes.UpdateStatus(rctx, node, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("posting status of node %s: %w", k.cfg.NodeName, err)
+	}
+	if k.cfg.CSIAttachments {
+		reported := make(map[string]bool, len(inUse))
+		fresh := false
+		for _, n := range inUse {
+			reported[string(n)] = true
+		}
+		k.mu.Lock()
+		for n := range reported {
+			fresh = fresh || !k.reportedInUse[n]
+		}
+		k.reportedInUse = reported
+		k.mu.Unlock()
+		if fresh {
+			// The workers waiting for their volumes to be reported in
+			// use look again now.
+			k.wakeAll()
+		}
 	}
 	return nil
 }

@@ -314,7 +314,13 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 	if podTerminal(w.pod) || w.phase == corev1.PodSucceeded || w.phase == corev1.PodFailed {
 		return time.Time{} // LC-2: nothing runs again in a terminal pod
 	}
-	vols, wait := attachedVolumes(w.k.vaLister, w.k.cfg.NodeName, w.pod)
+	var vols []AttachedVolume
+	var wait string
+	if w.k.cfg.CSIAttachments {
+		vols, wait = w.k.csiAttachedVolumes(w.uid, w.pod)
+	} else {
+		vols, wait = attachedVolumes(w.k.vaLister, w.k.cfg.NodeName, w.pod)
+	}
 	if wait != "" {
 		// PS-15: nothing starts (or restarts) until every RWO volume is
 		// attached here; an attachment change wakes the worker, and it

@@ -216,7 +216,6 @@ var judged = []judgedBy{
 				"the authority checker judged no force deletion of the fencing controller")
 		}},
 	{id: "PS-15", run: "fencing", what: "no two nodes' writes to one RWO volume interleave; a fenced node's writes are refused",
-		notOnKube: "no RWO volumes on the kube target yet: its pets run without claim templates, so no volume write is there to judge",
 		also: func(h *history.History, _ []checker.Result) {
 			Expect(ledgerActions(h)[history.LedgerWrite]).To(BeNumerically(">", 0), "pets wrote their volumes")
 		}},

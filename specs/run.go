@@ -162,7 +162,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	var sys *system
 	switch s.Target {
 	case TargetKube, TargetKubeconfig:
-		adaptToKube(w)
+		adaptToKube(w, s.Target == TargetKubeconfig)
 		sys, err = startKubeSystem(ctx, s, w, rec, log, res.Dir)
 	default:
 		sys, err = startEmbedded(ctx, s, w, rec, log, res.Dir)

@@ -112,6 +112,10 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	ids.AddOwn(kube.AdminUser, apiserver.IdentityAdmin)
 	ids.AddOwn(kube.WorkloadUser, apiserver.IdentityWorkload)
 	ids.AddOwn(kube.FencingUser, apiserver.IdentityFencingController)
+	// podsafe's CSI controller is the external-attacher half of
+	// Kubernetes' attach/detach: it marks the attachments the real
+	// controller makes attached, and detaches them.
+	ids.AddOwn(kube.CSIUser, apiserver.IdentityAttachDetachController)
 	for _, n := range names {
 		ids.AddOwn(kube.NodeUser(n), apiserver.KubeletIdentity(n))
 	}
@@ -153,6 +157,14 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		}()
 	}
 
+	if !external {
+		// The storage first: the kubelets' runtimes write to it.
+		opts := kube.StorageOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityAttachDetachController}
+		if err := c.StartStorage(startCtx, opts); err != nil {
+			stopRec()
+			return nil, fmt.Errorf("starting podsafe's storage on the kube target: %w", err)
+		}
+	}
 	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport}); err != nil {
 		stopRec()
 		return nil, fmt.Errorf("starting podsafe's kubelets on the %s target: %w", c.Kind(), err)
@@ -231,10 +243,11 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 const kubeInterval = 2 * time.Second
 
 // adaptToKube sets what a workload must do differently on the kube target:
-// a pace for real time, and pets without RWO volumes (podsafe's kubelets
-// attach volumes through podsafe's own attachments, which the real
-// attach/detach controller does not make).
-func adaptToKube(w workload.Workload) {
+// a pace for real time, and pets whose claims ask podsafe's storage class
+// (its CSI driver's volumes, which the real attach/detach controller
+// attaches); on an existing cluster, where podsafe installs no storage
+// driver, pets without RWO volumes.
+func adaptToKube(w workload.Workload, external bool) {
 	pace := func(d *time.Duration) {
 		if *d == 0 {
 			*d = kubeInterval
@@ -242,7 +255,11 @@ func adaptToKube(w workload.Workload) {
 	}
 	switch w := w.(type) {
 	case *workload.Pets:
-		w.NoVolumes = true
+		if external {
+			w.NoVolumes = true
+		} else {
+			w.StorageClass = kube.StorageClass
+		}
 		pace(&w.Interval)
 	case *workload.Replicas:
 		pace(&w.Interval)

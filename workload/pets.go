@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -33,9 +34,12 @@ type Pets struct {
 	Script string
 	// NoVolumes leaves out the claim template: the pets have no RWO
 	// volume and write nothing (a cluster whose volumes podsafe's kubelets
-	// cannot attach, such as the kube target today, runs them so; the
-	// storage checker then has nothing to judge).
+	// cannot attach, such as an existing cluster, runs them so; the storage
+	// checker then has nothing to judge).
 	NoVolumes bool
+	// StorageClass is the claim template's storage class ("": none named,
+	// as on the embedded cluster, whose volumes need no provisioning).
+	StorageClass string
 
 	_ struct{}
 }
@@ -87,7 +91,15 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 	setScript(ann, "app", w.Script)
 	var claims []corev1.PersistentVolumeClaim
 	if !w.NoVolumes {
-		claims = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+		claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}}
+		if w.StorageClass != "" {
+			claim.Spec.StorageClassName = ptr.To(w.StorageClass)
+		}
+		claims = []corev1.PersistentVolumeClaim{claim}
 	}
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},

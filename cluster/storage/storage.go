@@ -57,6 +57,11 @@ type Server struct {
 	ledger kubelet.Ledger
 	clock  clock.Clock
 
+	// NodeOf, when set before Serve, names the node a connection's host
+	// is (a network whose hosts are addresses, not names); a host it does
+	// not know is recorded as it is.
+	NodeOf func(host string) (node string, ok bool)
+
 	mu     sync.Mutex
 	fenced map[string]int64 // node -> fence token
 	writes map[string]int64 // volume -> writes accepted
@@ -110,6 +115,11 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wr.Node = remoteHost(r)
+	if s.NodeOf != nil {
+		if node, ok := s.NodeOf(wr.Node); ok {
+			wr.Node = node
+		}
+	}
 	if !s.Write(wr) {
 		http.Error(w, fmt.Sprintf("node %s is fenced", wr.Node), http.StatusForbidden)
 		return

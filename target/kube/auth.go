@@ -60,6 +60,7 @@ func newUsers(nodes []string) *users {
 	add(AdminUser, "system:masters")
 	add(WorkloadUser, "podsafe:workloads")
 	add(FencingUser, "podsafe:fencing")
+	add(CSIUser, "podsafe:csi")
 	add(SchedulerUser)
 	add(ControllerManagerUser)
 	for _, n := range nodes {

@@ -76,6 +76,10 @@ type Cluster struct {
 	fencingOpts *FencingOptions
 	fencingRun  runset.Set
 
+	// storage is the storage server and CSI controller once StartStorage
+	// ran.
+	storage *storageState
+
 	// ext is set on an existing cluster (NewExternal): no processes, the
 	// kubeconfig's server and credentials.
 	ext *external
@@ -270,7 +274,7 @@ func (c *Cluster) addHost(ctx context.Context, name string, role target.Role, me
 		a   netip.Addr
 		err error
 	)
-	if role == target.RoleKubelet || role == target.RoleFencing {
+	if role == target.RoleKubelet || role == target.RoleFencing || role == target.RoleStorage {
 		// podsafe's own components run in the harness, each dialing from
 		// an address of its own.
 		a, err = c.net.addLocal(ctx, name)
@@ -626,6 +630,7 @@ func (c *Cluster) Close() error {
 func (c *Cluster) StopOwn() {
 	c.fencingRun.StopAll()
 	c.stopKubelets()
+	c.stopStorage()
 }
 
 // Timings are the component timings the cluster runs with.

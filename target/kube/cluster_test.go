@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -97,10 +99,26 @@ func startCluster(t *testing.T, cfg Config, nodes int) (*Cluster, *ledger) {
 		t.Fatal(err)
 	}
 	l := &ledger{}
+	if err := c.StartStorage(ctx, StorageOptions{Ledger: l}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.StartKubelets(ctx, specs, KubeletOptions{Ledger: l}); err != nil {
 		t.Fatal(err)
 	}
 	return c, l
+}
+
+// writes returns the accepted writes of pod's UIDs, in order.
+func (l *ledger) writes(pod string) []kubelet.LedgerEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []kubelet.LedgerEntry
+	for _, e := range l.entries {
+		if e.Pod == pod && e.Action == kubelet.ActionWrite {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func dumpLogs(t *testing.T, dir string) {
@@ -161,6 +179,89 @@ func TestKubeTarget(t *testing.T) {
 			if n := l.starts(pod); n != 1 {
 				t.Errorf("%s started %d times in the ledger, want 1", pod, n)
 			}
+		}
+	})
+
+	// A pet with a claim of podsafe's storage class: podsafe's CSI
+	// controller provisions its volume, the real attach/detach controller
+	// attaches it by the CSI attachment name the kubelet looks for, the
+	// node reports it in use before the pet starts, and the pet's writes
+	// reach the storage server from its node. A replacement pet (new UID)
+	// writes the same volume once the old one is gone.
+	t.Run("volumes", func(t *testing.T) {
+		labels := map[string]string{"app": "vol"}
+		set := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "vol", Namespace: "default"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(int32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{kubelet.ScriptAnnotationPrefix + "c": "write=500ms"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "podsafe.io/sim:1",
+						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+						TerminationGracePeriodSeconds: ptr.To(int64(2))},
+				},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(StorageClass),
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}},
+			},
+		}
+		eventually(ctx, t, "creating the StatefulSet", func() error {
+			_, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
+			return err
+		})
+		const volume = "default.data-vol-0"
+		var first kubelet.LedgerEntry
+		eventually(ctx, t, "the pet writing its volume", func() error {
+			w := l.writes("vol-0")
+			if len(w) == 0 {
+				return fmt.Errorf("no write of vol-0 yet")
+			}
+			first = w[0]
+			return nil
+		})
+		if first.Volume != volume || first.Token <= 0 {
+			t.Errorf("first write %+v: want volume %s with the attachment's token", first, volume)
+		}
+		va, err := cs.StorageV1().VolumeAttachments().Get(ctx, kubelet.CSIAttachmentName(volume, CSIDriver, first.Node), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the attachment of %s on %s under the CSI attacher's name: %v", volume, first.Node, err)
+		}
+		if !va.Status.Attached || va.Spec.Attacher != CSIDriver || va.Spec.NodeName != first.Node {
+			t.Errorf("attachment %+v: want attached by %s to %s", va, CSIDriver, first.Node)
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, first.Node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := corev1.UniqueVolumeName(kubelet.CSIUniqueVolumeName(CSIDriver, volume)); !slices.Contains(node.Status.VolumesInUse, want) {
+			t.Errorf("node %s reports volumes in use %v, want %s", first.Node, node.Status.VolumesInUse, want)
+		}
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "vol-0", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "the replacement pet writing the volume", func() error {
+			for _, w := range l.writes("vol-0") {
+				if w.UID != first.UID {
+					return nil
+				}
+			}
+			return fmt.Errorf("no write of a new vol-0 yet")
+		})
+		// The storage took the writes in order: none of the old pet after
+		// the replacement's first.
+		newSeen := false
+		for _, w := range l.writes("vol-0") {
+			switch {
+			case w.UID != first.UID:
+				newSeen = true
+			case newSeen:
+				t.Errorf("the old pet wrote %s after its replacement did: %+v", volume, w)
+			}
+		}
+		if err := cs.AppsV1().StatefulSets("default").Delete(ctx, "vol", metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
 		}
 	})
 

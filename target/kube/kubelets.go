@@ -82,9 +82,15 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 		if err := c.AddNode(ctx, n.Name); err != nil {
 			return err
 		}
+		// Its containers write their volumes to the storage server, when
+		// there is one.
+		rt := kubelet.NewSimRuntime(n.Name, nil, opts.Ledger)
+		if sc := c.storageClient(n.Name); sc != nil {
+			rt.SetStorage(sc)
+		}
 		kl.mu.Lock()
 		kl.specs[n.Name] = n
-		kl.runtimes[n.Name] = kubelet.NewSimRuntime(n.Name, nil, opts.Ledger)
+		kl.runtimes[n.Name] = rt
 		kl.clocks[n.Name] = scaledclock.New(1, time.Time{})
 		kl.mu.Unlock()
 		if err := c.StartKubelet(n.Name); err != nil {
@@ -168,6 +174,8 @@ func (c *Cluster) StartKubelet(node string) error {
 		LeaseRenew: t.KubeletLeaseRenew.D(), LeaseDuration: t.KubeletLeaseDuration.D(), NodeStatusEvery: t.KubeletStatusEvery.D(),
 		Logger:               c.log.With("component", "kubelet", "node", node),
 		GetVolumeAttachments: true,
+		// The real attach/detach controller attaches the volumes.
+		CSIAttachments: true,
 		// The control plane's own version: the nodes are as new as it.
 		Version: c.cfg.Binaries.Versions.Kubernetes,
 	}
