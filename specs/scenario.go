@@ -256,13 +256,17 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("%w: target %q: choose embedded, kube or kubeconfig", ErrInvalidScenario, s.Target)
 	}
 	agents := cluster.FenceAgentNames
-	if s.Target == TargetKube || s.Target == TargetKubeconfig {
+	switch s.Target {
+	case TargetKube:
 		agents = kube.FenceAgentNames
+	case TargetKubeconfig:
+		// podsafe installs no storage in an existing cluster.
+		agents = slices.DeleteFunc(slices.Clone(kube.FenceAgentNames), func(a string) bool { return a == kube.FenceAgentStorage })
 	}
 	for _, a := range s.FenceAgents {
 		if !slices.Contains(agents, a) {
 			if s.Target != TargetEmbedded && slices.Contains(cluster.FenceAgentNames, a) {
-				return fmt.Errorf("%w: fence agent %q is not on the %s target, which has no shared storage server; choose from %s", ErrInvalidScenario, a, s.Target, strings.Join(agents, ", "))
+				return fmt.Errorf("%w: fence agent %q is not on the %s target, which has no podsafe storage server; choose from %s", ErrInvalidScenario, a, s.Target, strings.Join(agents, ", "))
 			}
 			return fmt.Errorf("%w: fence agent %q is unknown; choose from %s", ErrInvalidScenario, a, strings.Join(agents, ", "))
 		}

@@ -59,7 +59,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown nemesis", []string{"test", "--nemesis", "meteor"}, exitUsage, `unknown nemesis "meteor"`},
 		{"two members", []string{"test", "--members", "2"}, exitUsage, "members must be 1, 3 or 5"},
 		{"unknown bug", []string{"test", "--bug", "nope"}, exitUsage, `bug "nope" is unknown`},
-		{"storage fence on kube", []string{"test", "--target", "kube", "--workload", "pets", "--fence-agents", "storage,power"}, exitUsage, `fence agent "storage" is not on the kube target, which has no shared storage server; choose from power, network`},
+		{"storage fence on kubeconfig", []string{"test", "--kubeconfig", "/dev/null", "--workload", "pets", "--fence-agents", "storage,power"}, exitUsage, `fence agent "storage" is not on the kubeconfig target, which has no podsafe storage server; choose from power, network`},
 		{"kubeconfig target without a kubeconfig", []string{"test", "--target", "kubeconfig"}, exitUsage, "the kubeconfig target needs --kubeconfig FILE"},
 		{"missing kubeconfig", []string{"test", "--kubeconfig", "/nonexistent/kc"}, exitUsage, "kubeconfig: stat /nonexistent/kc"},
 		{"kubeconfig with the embedded target", []string{"test", "--target", "embedded", "--kubeconfig", "/nonexistent/kc"}, exitUsage, `a kubeconfig is for the target kubeconfig`},

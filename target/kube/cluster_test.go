@@ -458,8 +458,8 @@ func TestKubeTarget(t *testing.T) {
 		if err := c.StartFencing(ctx, FencingOptions{}); !errors.Is(err, target.ErrRunning) {
 			t.Errorf("a second StartFencing: %v, want ErrRunning", err)
 		}
-		if _, err := c.FenceAgent("storage"); err == nil {
-			t.Error("the kube target offered a storage fence agent, with no storage server")
+		if _, err := c.FenceAgent(FenceAgentStorage); err != nil {
+			t.Errorf("no storage fence agent with the storage server running: %v", err)
 		}
 		// Whichever pet runs on node-1 is the one to watch.
 		waitReadyReplicas(ctx, t, cs, 2)

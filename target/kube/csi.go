@@ -118,8 +118,7 @@ func (c *Cluster) StartStorage(ctx context.Context, opts StorageOptions) error {
 	if err != nil {
 		return fmt.Errorf("starting the storage server on %s: %w", addr, err)
 	}
-	srv := storage.NewServer(opts.Ledger, nil)
-	srv.NodeOf = c.nodeOfAddr
+	srv := newStorageServer(opts.Ledger, c)
 	go func() {
 		if err := srv.Serve(ln); err != nil {
 			c.log.Warn("storage server stopped", "err", err)
@@ -158,6 +157,14 @@ func (c *Cluster) StartStorage(ctx context.Context, opts StorageOptions) error {
 	c.mu.Unlock()
 	c.log.Info("storage started", "addr", addr, "driver", CSIDriver, "class", StorageClass)
 	return nil
+}
+
+// newStorageServer is a storage server recording into ledger that names
+// each writer by the node whose host address its connection comes from.
+func newStorageServer(ledger kubelet.Ledger, c *Cluster) *storage.Server {
+	srv := storage.NewServer(ledger, nil)
+	srv.NodeOf = c.nodeOfAddr
+	return srv
 }
 
 // ErrExternalStorage: the kubeconfig target has no podsafe storage.

@@ -30,11 +30,14 @@ const (
 	// FenceAgentNetwork cuts every link of the node's host (nftables drops)
 	// until unfenced; its containers run on, cut off. Needs namespaces.
 	FenceAgentNetwork = "network"
+	// FenceAgentStorage refuses the node's writes at podsafe's storage
+	// server (the storage firewall of PS-14) until unfenced; needs
+	// StartStorage.
+	FenceAgentStorage = "storage"
 )
 
-// FenceAgentNames are the kube target's fence agents. There is no storage
-// agent: the kube target has no shared storage server.
-var FenceAgentNames = []string{FenceAgentPower, FenceAgentNetwork}
+// FenceAgentNames are the kube target's fence agents.
+var FenceAgentNames = []string{FenceAgentPower, FenceAgentNetwork, FenceAgentStorage}
 
 // DefaultFenceAgents are the agents used when FencingOptions.Agents is empty.
 var DefaultFenceAgents = []string{FenceAgentPower}
@@ -70,7 +73,7 @@ func (o FencingOptions) validate() error {
 	seen := map[string]bool{}
 	for _, a := range o.Agents {
 		if !slices.Contains(FenceAgentNames, a) {
-			return fmt.Errorf("%w: fence agent %q: the kube target has %v (no storage server, so no storage agent)", ErrInvalidConfig, a, FenceAgentNames)
+			return fmt.Errorf("%w: fence agent %q: the kube target has %v", ErrInvalidConfig, a, FenceAgentNames)
 		}
 		if seen[a] {
 			return fmt.Errorf("%w: fence agent %q named twice", ErrInvalidConfig, a)
@@ -102,6 +105,11 @@ func (c *Cluster) FenceAgent(name string) (fencing.Agent, error) {
 	if name == FenceAgentNetwork && (c.net == nil || !c.net.canCut()) {
 		return nil, fmt.Errorf("%w: the network fence agent cuts links: %s", ErrInvalidConfig, c.why)
 	}
+	if name == FenceAgentStorage {
+		if _, err := c.Storage(); err != nil {
+			return nil, fmt.Errorf("%w: the storage fence agent fences at podsafe's storage server: %w", ErrInvalidConfig, err)
+		}
+	}
 	return &fenceAgent{name: name, c: c}, nil
 }
 
@@ -110,7 +118,7 @@ func (a *fenceAgent) Name() string { return a.name }
 // Fence powers the node off or cuts its links, and returns once that is
 // true (the runtime reports every container stopped; the rules are in
 // place). It is idempotent.
-func (a *fenceAgent) Fence(ctx context.Context, node string, _ int64) error {
+func (a *fenceAgent) Fence(ctx context.Context, node string, token int64) error {
 	kl, err := a.c.kubeletsOf(node)
 	if err != nil {
 		return fmt.Errorf("%s fence of %s: %w", a.name, node, err)
@@ -134,6 +142,16 @@ func (a *fenceAgent) Fence(ctx context.Context, node string, _ int64) error {
 		}
 		kl.mu.Lock()
 		kl.fenceCuts[node] = heal
+		kl.fenced[fenceKey{node, a.name}] = true
+		kl.mu.Unlock()
+		return nil
+	case FenceAgentStorage:
+		srv, err := a.c.Storage()
+		if err != nil {
+			return fmt.Errorf("storage fence of %s: %w", node, err)
+		}
+		srv.Fence(node, token)
+		kl.mu.Lock()
 		kl.fenced[fenceKey{node, a.name}] = true
 		kl.mu.Unlock()
 		return nil
@@ -161,6 +179,12 @@ func (a *fenceAgent) Unfence(ctx context.Context, node string) error {
 		if heal != nil {
 			return heal()
 		}
+	case FenceAgentStorage:
+		srv, err := a.c.Storage()
+		if err != nil {
+			return fmt.Errorf("storage unfence of %s: %w", node, err)
+		}
+		srv.Unfence(node)
 	}
 	return nil
 }
