@@ -30,8 +30,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -108,6 +106,10 @@ type Config struct {
 	// in status.volumesInUse before their containers start, as the real
 	// kubelet does.
 	CSIAttachments bool
+	// PodList is how the kubelet's pod reflector syncs: PodListRV0,
+	// PodListWatchList, or "" (PodListAsVersion): as the real kubelet of
+	// Version does (PodListModeFor).
+	PodList string
 	// Version is the kubelet version the node reports
 	// (status.nodeInfo.kubeletVersion; default DefaultVersion). On a real
 	// control plane it is the control plane's, so version-skew rules hold.
@@ -123,6 +125,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
 	case c.NodeName == "":
 		return fmt.Errorf("%w: NodeName is required", ErrInvalidConfig)
+	case validPodList(c.PodList) != nil:
+		return validPodList(c.PodList)
 	case c.Runtime == nil:
 		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
 	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0 || c.EvictionSoftGracePeriod < 0:
@@ -228,11 +232,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.goFunc(func() { k.runLease(ctx) })
 	k.goFunc(func() { k.runEviction(ctx) })
 
-	factory := informers.NewSharedInformerFactoryWithOptions(k.cfg.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-		}))
-	inf := factory.Core().V1().Pods().Informer()
+	mode := k.PodListMode()
+	k.log.Info("pod reflector", "list", mode)
+	inf := cache.NewSharedIndexInformer(newPodListWatch(k.cfg.Client, k.cfg.NodeName, mode), &corev1.Pod{}, 0, cache.Indexers{})
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.podSeen(obj) },
 		UpdateFunc: func(_, obj any) { k.podSeen(obj) },
@@ -261,7 +263,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if vaFactory != nil {
 		vaFactory.Start(ctx.Done())
 	}
-	factory.Start(ctx.Done())
+	k.goFunc(func() { inf.RunWithContext(ctx) })
 	k.goFunc(func() {
 		// Every pod of the first list has reached podSeen once the handler
 		// has synced: what is left in adopted has no pod in the API.
@@ -271,7 +273,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.killOrphans()
 	})
 	<-ctx.Done()
-	factory.Shutdown()
 	if vaFactory != nil {
 		vaFactory.Shutdown()
 	}

@@ -1,9 +1,11 @@
 package specs_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +14,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
+	"github.com/podsafe/podsafe/target/kube"
 )
 
 // chaosTime is how long each cell of the chaos matrix runs: short in
@@ -49,23 +52,49 @@ var _ = Describe("chaos matrix", Label("chaos"), func() {
 })
 
 var _ = Describe("conformance", Label("conformance"), func() {
-	It("PS-T: the suites inject every kind of fault the guarantees name", Label("PS-T", "PS"), func() {
+	It("PS-T: the suites inject every kind of fault the guarantees name", Label("PS-T", "PS", onKube), func() {
 		used := map[string]bool{}
-		for _, e := range specs.ChaosMatrix {
-			faults, err := nemesis.Lookup(e.Nemesis...)
+		use := func(groups []string, offered func(nemesis.Fault) bool) {
+			faults, err := nemesis.Lookup(groups...)
 			Expect(err).NotTo(HaveOccurred())
 			for _, f := range faults {
-				used[f.Name()] = true
+				if offered(f) {
+					used[f.Name()] = true
+				}
 			}
 		}
-		for _, s := range specs.ConformanceRuns {
-			if len(s.Nemesis) == 1 && s.Nemesis[0] == "none" {
-				continue
+		if conformanceTarget == specs.TargetKube {
+			// The kube suites: make chaos-kube's groups, with the faults
+			// its target offers, and the kube forms of the conformance
+			// runs.
+			shape := specs.KubeChaosShape
+			var nodes []string
+			for i := range shape.Nodes {
+				nodes = append(nodes, fmt.Sprintf("node-%d", i))
 			}
-			faults, err := nemesis.Lookup(s.Nemesis...)
+			plan, err := kube.Plan(kube.Config{Etcd: shape.Members, APIServers: shape.APIServers, Network: kube.NetworkNamespaces}, nodes, false)
 			Expect(err).NotTo(HaveOccurred())
-			for _, f := range faults {
-				used[f.Name()] = true
+			use(specs.KubeChaosNemesis, func(f nemesis.Fault) bool { return f.Available(plan) })
+			for name := range specs.ConformanceRuns {
+				s, err := specs.ConformanceScenario(specs.TargetKube, name)
+				if errors.Is(err, specs.ErrNotOnTarget) {
+					continue
+				}
+				Expect(err).NotTo(HaveOccurred())
+				if len(s.Nemesis) == 1 && s.Nemesis[0] == "none" {
+					continue
+				}
+				use(s.Nemesis, func(nemesis.Fault) bool { return true })
+			}
+		} else {
+			for _, e := range specs.ChaosMatrix {
+				use(e.Nemesis, func(nemesis.Fault) bool { return true })
+			}
+			for _, s := range specs.ConformanceRuns {
+				if len(s.Nemesis) == 1 && s.Nemesis[0] == "none" {
+					continue
+				}
+				use(s.Nemesis, func(nemesis.Fault) bool { return true })
 			}
 		}
 		for kind, any := range map[string][]string{
@@ -84,3 +113,20 @@ var _ = Describe("conformance", Label("conformance"), func() {
 		}
 	})
 })
+
+// TestKubeChaosMakefile: make chaos-kube runs what the PS-T spec counts on
+// the kube target.
+func TestKubeChaosMakefile(t *testing.T) {
+	b, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "KUBE_CHAOS_NEMESIS  ?= " + strings.Join(specs.KubeChaosNemesis, ",")
+	if !strings.Contains(string(b), want) {
+		t.Errorf("the Makefile does not say %q: keep it and specs.KubeChaosNemesis the same", want)
+	}
+	shape := fmt.Sprintf("--members %d --apiservers %d", specs.KubeChaosShape.Members, specs.KubeChaosShape.APIServers)
+	if !strings.Contains(string(b), shape) {
+		t.Errorf("make chaos-kube does not run %s (specs.KubeChaosShape)", shape)
+	}
+}

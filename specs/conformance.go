@@ -204,6 +204,14 @@ type ChaosEntry struct {
 	Durable bool
 }
 
+// KubeChaosNemesis are the fault groups make chaos-kube runs every workload
+// under on the kube target (3 etcd members, 2 API servers): the Makefile's
+// KUBE_CHAOS_NEMESIS default.
+var KubeChaosNemesis = []string{"partition", "node-partition", "kill", "pause"}
+
+// KubeChaosShape is the kube target make chaos-kube runs on.
+var KubeChaosShape = struct{ Members, APIServers, Nodes int }{3, 2, 3}
+
 // ChaosMatrix is the workload × nemesis matrix of the chaos suite. Together
 // with the conformance runs it covers the faults PS-T asks for:
 // control-plane↔node partitions (partition-node), node↔node partitions

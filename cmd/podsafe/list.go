@@ -94,7 +94,6 @@ func newListCmd() *cobra.Command {
 // are not offered there.
 var kubeMissing = map[string]string{
 	"kill-fencing":      "podsafe's fencing controller runs only with --fencing",
-	"partition-storage": "no shared storage server on the kube target (pets run there without RWO volumes)",
 	"pause-kubelet":     "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces",
 	"ring":              "needs 5 etcd members (--members 5)",
 }

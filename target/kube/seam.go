@@ -372,6 +372,8 @@ func Plan(cfg Config, nodes []string, fencing bool) (*Cluster, error) {
 	if fencing {
 		c.comps = append(c.comps, target.Component{Name: FencingComponent, Role: target.RoleFencing, Host: FencingComponent, Member: -1})
 	}
+	// A run on the kube target starts podsafe's storage (StartStorage).
+	c.comps = append(c.comps, target.Component{Name: StorageComponent, Role: target.RoleStorage, Host: StorageComponent, Member: -1})
 	for _, n := range nodes {
 		c.comps = append(c.comps, target.Component{Name: KubeletComponent(n), Role: target.RoleKubelet, Host: NodeHost(n), Member: -1, Node: n})
 	}
