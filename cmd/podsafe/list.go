@@ -93,9 +93,9 @@ func newListCmd() *cobra.Command {
 // kubeMissing says why faults that need a component the kube target lacks
 // are not offered there.
 var kubeMissing = map[string]string{
-	"kill-fencing":      "podsafe's fencing controller runs only with --fencing",
-	"pause-kubelet":     "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces",
-	"ring":              "needs 5 etcd members (--members 5)",
+	"kill-fencing":  "podsafe's fencing controller runs only with --fencing",
+	"pause-kubelet": "pausing podsafe's in-harness kubelets holds their links, which needs network namespaces",
+	"ring":          "needs 5 etcd members (--members 5)",
 }
 
 // nodeNames are the names podsafe gives n nodes.
