@@ -114,6 +114,23 @@ chaos-kube: kube-binaries build ## every workload on the kube target (real proce
 	  ./$(BIN) test --target kube --members 3 --apiservers 2 --workload $$w --nemesis $(KUBE_CHAOS_NEMESIS) --time-limit $(KUBE_CHAOS_TIME) --store store; \
 	done
 
+# Reproductions of upstream Kubernetes bugs on the kube target: each is a
+# scripted scenario in repro/, run on every release of REPRO_VERSIONS (built
+# or reused). A verdict of Illegal (exit 1) is a reproduction, not a failure
+# of the target; a crash or an undecided verdict fails it. Results go to
+# REPRO_STORE, one directory per run (scenario.json names the version).
+REPRO_VERSIONS ?= v1.34.4 v1.37.2
+REPRO_STORE    ?= store/repro
+.PHONY: test-kube-issues test-kube-issue59848
+test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a lagging API server) on each of REPRO_VERSIONS
+	@set -e; for v in $(REPRO_VERSIONS); do \
+	  $(MAKE) --no-print-directory kube-binaries KUBE_VERSION=$$v; \
+	  rc=0; ./$(BIN) test --scenario repro/kubernetes-59848.yaml --kube-version $$v --store $(REPRO_STORE) || rc=$$?; \
+	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "kubernetes#59848 on $$v: exit $$rc"; exit $$rc; fi; \
+	done
+
+test-kube-issues: test-kube-issue59848 ## every reproduction of an upstream bug, on each of REPRO_VERSIONS
+
 # The conformance suite (one spec per guarantee ID over shared runs) with its
 # runs and report (conformance.html, .json, -junit.xml) kept in a store:
 # make conformance on the embedded target (seconds per run), make

@@ -125,8 +125,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
 	case c.NodeName == "":
 		return fmt.Errorf("%w: NodeName is required", ErrInvalidConfig)
-	case validPodList(c.PodList) != nil:
-		return validPodList(c.PodList)
+	case ValidPodList(c.PodList) != nil:
+		return ValidPodList(c.PodList)
 	case c.Runtime == nil:
 		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
 	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0 || c.EvictionSoftGracePeriod < 0:

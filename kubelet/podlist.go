@@ -56,10 +56,14 @@ func PodListModeFor(v string) string {
 // or the one of Config.Version. Watch-list needs client-go's WatchListClient
 // gate, which is process-wide: with it off (KUBE_FEATURE_WatchListClient=false)
 // the reflector lists.
-func (k *Kubelet) PodListMode() string {
-	mode := k.cfg.PodList
+func (k *Kubelet) PodListMode() string { return EffectivePodList(k.cfg.PodList, k.cfg.Version) }
+
+// EffectivePodList is the mode a kubelet of version asked for mode runs:
+// mode, or for PodListAsVersion the mode of that version; watch-list only
+// while client-go's WatchListClient gate is on in this process.
+func EffectivePodList(mode, version string) string {
 	if mode == PodListAsVersion {
-		mode = PodListModeFor(k.cfg.Version)
+		mode = PodListModeFor(version)
 	}
 	if mode == PodListWatchList && !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
 		return PodListRV0
@@ -99,8 +103,8 @@ func newPodListWatch(client kubernetes.Interface, node, mode string) cache.Liste
 	}
 }
 
-// validPodList reports whether mode is a Config.PodList value.
-func validPodList(mode string) error {
+// ValidPodList reports whether mode is a Config.PodList value.
+func ValidPodList(mode string) error {
 	switch mode {
 	case PodListAsVersion, PodListRV0, PodListWatchList:
 		return nil

@@ -145,6 +145,9 @@ type system struct {
 	target   target.Target
 	clients  []kubernetes.Interface
 	watchers func() ([]workload.Watcher, error)
+	// admin is an admin client whose calls are recorded as admin's
+	// (scripted steps; nil where none is offered).
+	admin    kubernetes.Interface
 	clock    clock.WithTicker
 	warnings []string
 	stop     func()
@@ -172,6 +175,17 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	defer sys.stop()
 	res.Warnings = append(res.Warnings, sys.warnings...)
+
+	if len(s.Steps) > 0 {
+		// A scripted run: the steps, in order, bounded by the time limit;
+		// then the same settling as any run.
+		runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
+		defer stop()
+		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, rec)
+		rec.Log("steps finished; all cuts healed", map[string]string{"err": fmt.Sprint(err)})
+		time.Sleep(opts.SettleTime)
+		return err
+	}
 
 	faults, err := nemesis.Lookup(s.Nemesis...)
 	if err != nil {

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/target/kube"
 	"github.com/podsafe/podsafe/target/kube/binaries"
 	"github.com/podsafe/podsafe/target/kube/record"
@@ -44,9 +46,17 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	external := s.Target == TargetKubeconfig
 	var names []string
 	var specs []kube.NodeSpec
+	var kubeletOpts KubeletScenario
+	if s.Kube != nil {
+		kubeletOpts = s.Kube.Kubelet
+	}
 	for _, n := range s.Topology.Nodes {
 		names = append(names, n.Name)
-		specs = append(specs, kube.NodeSpec{Name: n.Name, Labels: n.Labels, Taints: n.Taints})
+		spec := kube.NodeSpec{Name: n.Name, Labels: n.Labels, Taints: n.Taints}
+		if i, ok := kubeletOpts.APIServers[n.Name]; ok {
+			spec.APIServer = ptr.To(i)
+		}
+		specs = append(specs, spec)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -165,7 +175,9 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 			return nil, fmt.Errorf("starting podsafe's storage on the kube target: %w", err)
 		}
 	}
-	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport}); err != nil {
+	mode := kubelet.EffectivePodList(kubeletOpts.PodList, c.ServerVersion())
+	rec.Log("kubelets", map[string]string{"pod_list": mode, "asked": kubeletOpts.PodList, "pinned": fmt.Sprint(kubeletOpts.APIServers)})
+	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport, PodList: kubeletOpts.PodList}); err != nil {
 		stopRec()
 		return nil, fmt.Errorf("starting podsafe's kubelets on the %s target: %w", c.Kind(), err)
 	}
@@ -215,8 +227,19 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		}
 		return out, nil
 	}
+	arc, err := c.RESTConfig(kube.AdminUser, "", 0)
+	if err != nil {
+		stopRec()
+		return nil, err
+	}
+	arc.WrapTransport = rec.WrapTransport(apiserver.IdentityAdmin)
+	admin, err := kubernetes.NewForConfig(arc)
+	if err != nil {
+		stopRec()
+		return nil, err
+	}
 	return &system{
-		target: c, clients: clients, watchers: watchers, clock: clock.RealClock{}, warnings: warnings,
+		target: c, clients: clients, watchers: watchers, admin: admin, clock: clock.RealClock{}, warnings: warnings,
 		stop: func() {
 			// The kubelets and the control plane stop first, so the
 			// followers and the audit tailer record everything up to the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/target/kube"
 	"github.com/podsafe/podsafe/target/kube/binaries"
@@ -83,6 +84,11 @@ type Scenario struct {
 	// registers its nodes there (tainted, so only its workloads land on
 	// them) and injects only the faults of what it owns.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Steps, when set, make the run scripted: they run in order instead of
+	// the workload's random operations and the nemesis's random faults
+	// (the kube target only). The workload still names what the history
+	// follows.
+	Steps []Step `json:"steps,omitempty"`
 
 	_ struct{}
 }
@@ -107,6 +113,22 @@ type KubeScenario struct {
 	Network string `json:"network,omitempty"`
 	// Timings are the shortened component timings the run used.
 	Timings kube.Timings `json:"timings"`
+	// Kubelet is how podsafe's kubelets act on the kube target.
+	Kubelet KubeletScenario `json:"kubelet,omitempty"`
+}
+
+// KubeletScenario is how podsafe's kubelets act on the kube target.
+type KubeletScenario struct {
+	// PodList is how each kubelet's pod reflector syncs: kubelet.PodListRV0
+	// ("list"), kubelet.PodListWatchList ("watch-list"), or "" as the
+	// real kubelet of the target's version does; the run records the mode
+	// it used.
+	PodList string `json:"podList,omitempty"`
+	// APIServers pins a node's kubelet to one kube-apiserver (by index):
+	// it talks to that one only while it answers, as a kubelet behind a
+	// node-local load balancer that prefers it does. Nodes not named spread
+	// over the API servers.
+	APIServers map[string]int `json:"apiservers,omitempty"`
 }
 
 // Defaults fills zero fields with the defaults of `podsafe test`.
@@ -211,6 +233,27 @@ func (s *Scenario) Validate() error {
 	}
 	if s.TimeScale < 1 {
 		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
+	}
+	if len(s.Steps) > 0 && s.Target != TargetKube {
+		return fmt.Errorf("%w: scripted steps run on the kube target only (--target kube), not %q", ErrInvalidScenario, s.Target)
+	}
+	for i, st := range s.Steps {
+		if err := st.validate(i); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+		}
+	}
+	if s.Kube != nil {
+		if err := kubelet.ValidPodList(s.Kube.Kubelet.PodList); err != nil {
+			return fmt.Errorf("%w: kube.kubelet.podList: %w", ErrInvalidScenario, err)
+		}
+		for node, i := range s.Kube.Kubelet.APIServers {
+			if i < 0 || i >= max(1, s.Kube.APIServers) {
+				return fmt.Errorf("%w: kube.kubelet.apiservers: node %s pinned to API server %d of %d", ErrInvalidScenario, node, i, max(1, s.Kube.APIServers))
+			}
+			if !slices.ContainsFunc(s.Topology.Nodes, func(n cluster.NodeSpec) bool { return n.Name == node }) {
+				return fmt.Errorf("%w: kube.kubelet.apiservers: no node %s in the topology", ErrInvalidScenario, node)
+			}
+		}
 	}
 	if s.Kubeconfig != "" && s.Target != TargetKubeconfig {
 		return fmt.Errorf("%w: a kubeconfig is for the target kubeconfig (an existing cluster), not %q", ErrInvalidScenario, s.Target)

@@ -24,6 +24,7 @@ type kubeFlags struct {
 	apiServers int
 	network    string
 	dir        string
+	podList    string
 }
 
 func (k *kubeFlags) add(cmd *cobra.Command) {
@@ -31,6 +32,7 @@ func (k *kubeFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&k.version, "kube-version", "", "Kubernetes release of the kube target (default "+binaries.DefaultKubernetesVersion+"; built by make kube-binaries)")
 	fl.IntVar(&k.apiServers, "apiservers", 1, "kube target: kube-apiservers, 1 to 3 (each with its own kube-scheduler and kube-controller-manager, leader-elected)")
 	fl.StringVar(&k.network, "network", kube.NetworkAuto, "kube target: namespaces (each process in its own network namespace; root), loopback (no network faults), or auto")
+	fl.StringVar(&k.podList, "kubelet-pod-list", "", "kube target: how podsafe's kubelets sync their pods: list (LIST resourceVersion=0, the kubelet before v1.35), watch-list (v1.35 on), or empty: as the kubelet of --kube-version")
 }
 
 // binaries returns the cached binaries of the asked version, or a usage
@@ -88,7 +90,12 @@ func kubeClusterUp(cmd *cobra.Command, kf *kubeFlags, members, nodes, zones int,
 	if why := c.NetworkFaultsUnavailable(); why != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "network faults unavailable: %s\n", why)
 	}
-	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{}); err != nil {
+	// podsafe's storage (StorageClass podsafe-rwo) before the nodes, whose
+	// runtimes write to it.
+	if err := c.StartStorage(startCtx, kube.StorageOptions{}); err != nil {
+		return &exitError{code: exitCrashed, err: err}
+	}
+	if err := c.StartKubelets(startCtx, specs, kube.KubeletOptions{PodList: kf.podList}); err != nil {
 		return &exitError{code: exitCrashed, err: err}
 	}
 	server, err := c.WriteKubeconfig(kubeconfig)

@@ -178,8 +178,11 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 		if set("network") {
 			s.Kube.Network = f.kube.network
 		}
-	} else if cmd.Flags().Changed("kube-version") || cmd.Flags().Changed("apiservers") || cmd.Flags().Changed("network") {
-		return s, fmt.Errorf("--kube-version, --apiservers and --network are for --target kube")
+		if set("kubelet-pod-list") {
+			s.Kube.Kubelet.PodList = f.kube.podList
+		}
+	} else if cmd.Flags().Changed("kube-version") || cmd.Flags().Changed("apiservers") || cmd.Flags().Changed("network") || cmd.Flags().Changed("kubelet-pod-list") {
+		return s, fmt.Errorf("--kube-version, --apiservers, --network and --kubelet-pod-list are for --target kube")
 	}
 	return s, nil
 }

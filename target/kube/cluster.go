@@ -47,6 +47,10 @@ type NodeSpec struct {
 	Name   string
 	Labels map[string]string
 	Taints []corev1.Taint
+	// APIServer, when set, is the index of the kube-apiserver the node's
+	// kubelet talks to (others only while that one cannot be reached);
+	// unset, the nodes spread over the API servers by name.
+	APIServer *int
 }
 
 // Cluster is a running real control plane.

@@ -31,6 +31,9 @@ type KubeletOptions struct {
 	// Tuning are the settings the embedded cluster's kubelets take too
 	// (eviction thresholds), in wall time here.
 	Tuning cluster.KubeletOptions
+	// PodList is the kubelets' pod list mode (kubelet.Config.PodList; ""
+	// as the real kubelet of the control plane's version).
+	PodList string
 }
 
 // kubelets are podsafe's node agents on the cluster: one simulated runtime
@@ -157,7 +160,11 @@ func (c *Cluster) StartKubelet(node string) error {
 	if kl.running.Running(node) {
 		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
 	}
-	rc, err := c.RESTConfig(NodeUser(node), NodeHost(node), len(spec.Name))
+	prefer := len(spec.Name)
+	if spec.APIServer != nil {
+		prefer = *spec.APIServer
+	}
+	rc, err := c.RESTConfig(NodeUser(node), NodeHost(node), prefer)
 	if err != nil {
 		return err
 	}
@@ -176,6 +183,7 @@ func (c *Cluster) StartKubelet(node string) error {
 		GetVolumeAttachments: true,
 		// The real attach/detach controller attaches the volumes.
 		CSIAttachments: true,
+		PodList:        kl.opts.PodList,
 		// The control plane's own version: the nodes are as new as it.
 		Version: c.cfg.Binaries.Versions.Kubernetes,
 	}
