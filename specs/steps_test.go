@@ -59,7 +59,10 @@ func TestStepsValidate(t *testing.T) {
 		{"unknown action", func(s *Scenario) { s.Steps = []Step{{Do: "reboot"}} }, `step 1: do "reboot"`},
 		{"wait without pod", func(s *Scenario) { s.Steps = []Step{{Do: "cordon", Node: "node-0"}, {Do: "wait-running"}} }, "step 2 (wait-running): needs pod"},
 		{"sleep without for", func(s *Scenario) { s.Steps = []Step{{Do: "sleep"}} }, "needs for"},
-		{"steps on embedded", func(s *Scenario) { s.Target, s.Kube, s.TimeScale = TargetEmbedded, nil, 50; s.Steps = []Step{{Do: "heal"}} }, "kube target only"},
+		{"steps on embedded", func(s *Scenario) {
+			s.Target, s.Kube, s.TimeScale = TargetEmbedded, nil, 50
+			s.Steps = []Step{{Do: "heal"}}
+		}, "kube target only"},
 		{"pin to a missing API server", func(s *Scenario) { s.Kube.Kubelet.APIServers = map[string]int{"node-0": 2} }, "pinned to API server 2 of 2"},
 		{"pin of a missing node", func(s *Scenario) { s.Kube.Kubelet.APIServers = map[string]int{"node-9": 0} }, "no node node-9"},
 		{"unknown pod list", func(s *Scenario) { s.Kube.Kubelet.PodList = "stream" }, `PodList "stream"`},
