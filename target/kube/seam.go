@@ -297,8 +297,12 @@ var _ target.APIStore = (*Cluster)(nil)
 // APIStoreLinks are the links from API server member's host to every etcd
 // member's client port: cutting them leaves the API server up and serving
 // from its watch cache, with no store behind it, while etcd keeps its
-// quorum. Dropping what the API server sends is enough: no request reaches
-// etcd, so no answer comes back. A member without an API server has none.
+// quorum. Each link is narrowed to etcd's client port, so both directions
+// of those connections are dropped: no request reaches etcd, and a watch
+// stream opened before the cut stops delivering at once (dropping only
+// what the API server sends let etcd's pushed events through until TCP gave
+// up, so the watch cache went on following for a while). A member without
+// an API server has none.
 func (c *Cluster) APIStoreLinks(member int) []target.Link {
 	if c.lay == nil || member < 0 || member >= len(c.lay.api) {
 		return nil

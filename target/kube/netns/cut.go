@@ -125,6 +125,18 @@ func (n *Network) cutScripts(links []target.Link, tag string) (map[string]string
 		} else {
 			rules = append(rules, rule{to.Namespace, "input", "ip saddr " + from.Addr.String() + port, comment})
 		}
+		if l.Port == "" {
+			continue
+		}
+		// Both directions of those connections: what To sends back from
+		// that port is dropped too, or a stream From opened before the cut
+		// (an etcd watch) would go on delivering until TCP gave up.
+		back := " tcp sport " + l.Port
+		if from.Local() {
+			rules = append(rules, rule{"", "input", "ip saddr " + to.Addr.String() + " ip daddr " + from.Addr.String() + back, comment + "<"})
+		} else {
+			rules = append(rules, rule{from.Namespace, "input", "ip saddr " + to.Addr.String() + back, comment + "<"})
+		}
 	}
 	scripts := map[string]string{}
 	for _, r := range rules {

@@ -418,10 +418,20 @@ func TestCutPort(t *testing.T) {
 	heal()
 	l := link(a, b)
 	l.Port = strconv.Itoa(agentPort)
+	// A connection opened before the cut (an etcd watch stream) stalls
+	// both ways: what b sends back from the port is dropped at a too, so
+	// a stream cannot go on delivering through a one-way hole.
+	id := open(t, a, b)
+	roundTrip(t, a, id, "before")
 	heal = cut(t, n, l)
 	noConnect(t, a, b)
 	connect(t, b, a)
+	if rules := mustRules(t, n); !strings.Contains(rules, "tcp sport "+l.Port) {
+		t.Errorf("no rule drops what b sends back from port %s:\n%s", l.Port, rules)
+	}
+	stalls(t, a, id, "during")
 	heal()
+	resumes(t, a, id, "during")
 	connect(t, a, b)
 	bad := link(a, b)
 	bad.Port = "http"
