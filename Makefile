@@ -129,7 +129,8 @@ test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a laggin
 	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "kubernetes#59848 on $$v: exit $$rc"; exit $$rc; fi; \
 	done
 
-test-kube-issues: test-kube-issue59848 ## every reproduction of an upstream bug, on each of REPRO_VERSIONS
+test-kube-issues: test-kube-issue59848 ## every reproduction of an upstream bug, on each of REPRO_VERSIONS, then the table (REPRO_STORE/repro.md)
+	./$(BIN) report --repro $(REPRO_STORE)
 
 # The conformance suite (one spec per guarantee ID over shared runs) with its
 # runs and report (conformance.html, .json, -junit.xml) kept in a store:

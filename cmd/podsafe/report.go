@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 func newReportCmd() *cobra.Command {
 	var (
 		compare bool
+		repro   bool
 		outDir  string
 		names   []string
 	)
@@ -38,15 +40,25 @@ evidence, a mark where the two differ, and the number of differences at the
 top. The sides are named after the target their runs were made on (each run
 says: results.json or scenario.json, embedded when neither does), else after
 their stores; --names renames them. The exit status is 0 whether or not they
-differ.`,
+differ.
+
+With --repro, report reads a store of reproductions of upstream bugs (make
+test-kube-issues, repro/*.yaml) and writes repro.md and repro.json into it:
+per issue, Kubernetes release and kubelet pod list mode (the newest run of
+each), whether a checker caught the bug, its evidence and how long into the
+run the violation came; it prints the table.`,
 		Example: `  podsafe report store/latest
   podsafe report store
-  podsafe report --compare store/conformance store/conformance-kube --out store/compare`,
+  podsafe report --compare store/conformance store/conformance-kube --out store/compare
+  podsafe report --repro store/repro`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if compare {
 				return compareStores(cmd, args, outDir, names)
+			}
+			if repro {
+				return reproTable(cmd, args)
 			}
 			if cmd.Flags().Changed("out") || cmd.Flags().Changed("names") {
 				return &exitError{code: exitUsage, err: errors.New("--out and --names go with --compare (a run's or a store's report is written into it)")}
@@ -93,6 +105,7 @@ differ.`,
 		},
 	}
 	cmd.Flags().BoolVar(&compare, "compare", false, "compare the conformance of two stores side by side (exactly two directories)")
+	cmd.Flags().BoolVar(&repro, "repro", false, "the table of a store of upstream bug reproductions (repro.md, repro.json)")
 	cmd.Flags().StringVar(&outDir, "out", ".", "with --compare: the directory to write conformance-compare.html and .json into (created if missing)")
 	cmd.Flags().StringSliceVar(&names, "names", nil, "with --compare: the two sides' names, as A,B (default: their runs' targets, else their stores)")
 	return cmd
@@ -148,5 +161,31 @@ func compareStores(cmd *cobra.Command, args []string, outDir string, names []str
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(outDir, report.CompareHTMLFile), filepath.Join(outDir, report.CompareJSONFile))
+	return nil
+}
+
+// reproTable writes and prints the reproductions table of each store.
+func reproTable(cmd *cobra.Command, stores []string) error {
+	for _, store := range stores {
+		rows, err := report.ReproRows(store)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("report --repro %s: %w", store, err)}
+		}
+		if len(rows) == 0 {
+			return &exitError{code: exitUsage, err: fmt.Errorf("report --repro %s: no reproduction run beneath it (make test-kube-issues)", store)}
+		}
+		md := report.ReproMarkdown(rows)
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(store, "repro.md"), []byte(md), 0o644); err != nil {
+			return &exitError{code: exitCrashed, err: err}
+		}
+		if err := os.WriteFile(filepath.Join(store, "repro.json"), b, 0o644); err != nil {
+			return &exitError{code: exitCrashed, err: err}
+		}
+		fmt.Fprint(cmd.OutOrStdout(), md)
+	}
 	return nil
 }
