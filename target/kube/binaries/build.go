@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -508,7 +509,19 @@ func Cached(opts Options) (Paths, error) {
 		return Paths{}, err
 	}
 	if resolve {
-		return Paths{}, fmt.Errorf("%w: kubernetes %s needs its etcd version resolved: run podsafe kube build --version %s", ErrNotBuilt, v.Kubernetes, v.Kubernetes)
+		// The etcd this release was built with is the one of its complete
+		// build in the cache (kube build resolved it from the release's
+		// build/dependencies.yaml); the newest, should there be several.
+		dirs, _ := filepath.Glob(filepath.Join(cacheDir, "k8s-"+v.Kubernetes+"_etcd-*"))
+		slices.Sort(dirs)
+		for i := len(dirs) - 1; i >= 0; i-- {
+			etcd := strings.TrimPrefix(filepath.Base(dirs[i]), "k8s-"+v.Kubernetes+"_etcd-")
+			w := Versions{Kubernetes: v.Kubernetes, Etcd: etcd}
+			if p, ok := reuse(dirs[i], w, opts.Verify); ok && w.key() == filepath.Base(dirs[i]) {
+				return p, nil
+			}
+		}
+		return Paths{}, fmt.Errorf("%w: kubernetes %s is not in %s: run podsafe kube build --version %s (or make kube-binaries KUBE_VERSION=%s)", ErrNotBuilt, v.Kubernetes, cacheDir, v.Kubernetes, v.Kubernetes)
 	}
 	if p, ok := reuse(filepath.Join(cacheDir, v.key()), v, opts.Verify); ok {
 		return p, nil

@@ -366,6 +366,14 @@ func TestBuildResolvesEtcd(t *testing.T) {
 	if want := (Versions{Kubernetes: "v1.36.3", Etcd: "v3.6.16"}); p.Versions != want || filepath.Base(p.Dir) != "k8s-v1.36.3_etcd-v3.6.16" {
 		t.Errorf("Build = %+v, want %v", p, want)
 	}
+	// Once built, Cached finds the release's build without the module
+	// proxy: the etcd it was built with is the one in the cache.
+	if c, err := Cached(Options{CacheDir: cache, Versions: Versions{Kubernetes: "v1.36.3"}}); err != nil || c.Dir != p.Dir {
+		t.Errorf("Cached(v1.36.3) = %+v, %v; want the build in %s", c, err, p.Dir)
+	}
+	if _, err := Cached(Options{CacheDir: cache, Versions: Versions{Kubernetes: "v1.35.4"}}); !errors.Is(err, ErrNotBuilt) || !strings.Contains(err.Error(), "--version v1.35.4") {
+		t.Errorf("Cached(v1.35.4), never built: %v, want ErrNotBuilt naming the build command", err)
+	}
 	got, err := ResolveEtcdVersion(context.Background(), goCmd, "v1.37.2")
 	if err != nil || got != DefaultEtcdVersion {
 		t.Errorf("ResolveEtcdVersion(v1.37.2) = %q, %v; want %s", got, err, DefaultEtcdVersion)
