@@ -413,9 +413,7 @@ func (c *Cluster) apiReady(ctx context.Context, i int) error {
 // annotations, unschedulable); force delete the pods of a fenced node and
 // break its attachments; keep its fence-token counter Lease; write Events.
 func FencingClusterRole() *rbacv1.ClusterRole {
-	rule := func(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
-		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
-	}
+	rule := policyRule
 	return &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "podsafe:fencing-controller"},
 		Rules: []rbacv1.PolicyRule{
@@ -430,6 +428,32 @@ func FencingClusterRole() *rbacv1.ClusterRole {
 	}
 }
 
+// policyRule is one RBAC rule: verbs on resources of group.
+func policyRule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+}
+
+// createRetrying runs the create f until it succeeds or finds its object
+// there already, retrying every 200 ms while the API (or its RBAC
+// bootstrap) is not ready, until ctx ends; a refusal as invalid ends it at
+// once. what names the object in the error.
+func createRetrying(ctx context.Context, what string, f func() error) error {
+	for {
+		err := f()
+		switch {
+		case err == nil || apierrors.IsAlreadyExists(err):
+			return nil
+		case apierrors.IsInvalid(err):
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // bindRoles lets podsafe's workload user act as a cluster admin (it creates
 // namespaces, priority classes, budgets and workloads of every kind) and
 // gives the fencing user FencingClusterRole (RBAC; the kubelets need no
@@ -440,19 +464,7 @@ func (c *Cluster) bindRoles(ctx context.Context) error {
 		return err
 	}
 	// The RBAC bootstrap may still be running: retry until ctx ends.
-	retry := func(what string, f func() error) error {
-		for {
-			err := f()
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s: %w", what, err)
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}
+	retry := func(what string, f func() error) error { return createRetrying(ctx, what, f) }
 	role := FencingClusterRole()
 	if err := retry("creating ClusterRole "+role.Name, func() error {
 		_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})

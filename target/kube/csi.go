@@ -56,9 +56,7 @@ const (
 // CSIClusterRole is what podsafe's CSI controller may do: provision and
 // delete persistent volumes for claims, and mark attachments attached.
 func CSIClusterRole() *rbacv1.ClusterRole {
-	rule := func(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
-		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
-	}
+	rule := policyRule
 	return &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "podsafe:csi-controller"},
 		Rules: []rbacv1.PolicyRule{
@@ -174,22 +172,6 @@ var ErrExternalStorage = errors.New("podsafe installs no storage driver in an ex
 // required, so the attach/detach controller attaches its volumes) and the
 // CSI controller's RBAC.
 func (c *Cluster) installStorage(ctx context.Context, cs kubernetes.Interface) error {
-	retry := func(what string, f func() error) error {
-		for {
-			err := f()
-			switch {
-			case err == nil || apierrors.IsAlreadyExists(err):
-				return nil
-			case apierrors.IsInvalid(err):
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s: %w", what, err)
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}
 	bind := storagev1.VolumeBindingImmediate
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	role := CSIClusterRole()
@@ -225,7 +207,7 @@ func (c *Cluster) installStorage(ctx context.Context, cs kubernetes.Interface) e
 		}},
 	}
 	for _, s := range steps {
-		if err := retry(s.what, s.do); err != nil {
+		if err := createRetrying(ctx, s.what, s.do); err != nil {
 			return err
 		}
 	}
