@@ -182,6 +182,23 @@ func probeNodes(ctx context.Context, o probeOpts) probeEnv {
 		cfg.Timings.TerminatedPodGCThreshold = o.controller.TerminatedPodThreshold
 	})
 	Expect(c.StartKubelets(ctx, nodes, kube.KubeletOptions{Ledger: o.ledger, Tuning: o.kubelet})).To(Succeed())
+	// A node is Ready before kube-controller-manager's node lifecycle
+	// controller has seen it so: until then it carries the
+	// node.kubernetes.io/not-ready NoSchedule taint, and kube-scheduler
+	// places (and preempts) around it. The probes start on untainted nodes.
+	Eventually(func() []string {
+		var tainted []string
+		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, n := range l.Items {
+			for _, t := range n.Spec.Taints {
+				if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+					tainted = append(tainted, n.Name+" "+t.ToString())
+				}
+			}
+		}
+		return tainted
+	}).WithTimeout(time.Minute).Should(BeEmpty(), "the node lifecycle controller lifts its taints of the new nodes")
 	const scheduler = "kube-scheduler-0"
 	return probeEnv{cs: cs, kube: c, stopKubelet: c.StopKubelet,
 		stopScheduler:  func() error { return c.Kill(context.WithoutCancel(ctx), scheduler) },
@@ -211,6 +228,44 @@ func expectRefused(err error, reasons ...string) {
 	Expect(err).To(HaveOccurred(), "the API accepted what it must refuse (%v)", reasons)
 	Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)).To(BeTrue(), "error %v is not a refusal", err)
 	Expect(reasons).To(ContainElement(BeElementOf(reasonsIn(err.Error(), reasons))), "the error names the field or the reason: %v", err)
+}
+
+// waitRunning waits until every named pod of the default namespace runs:
+// a probe that binds pods directly waits so before it submits a preemptor,
+// or the scheduler, whose cache learns of them through its informer, could
+// still place the preemptor where they are about to be.
+func waitRunning(ctx context.Context, cs kubernetes.Interface, names ...string) {
+	GinkgoHelper()
+	for _, name := range names {
+		Eventually(func() corev1.PodPhase {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.Phase
+		}).WithTimeout(30*time.Second).Should(Equal(corev1.PodRunning), "pod %s runs", name)
+	}
+}
+
+// podStory describes pod name for a failure message: where it is bound,
+// its conditions and the namespace's Events (the scheduler's reasons).
+func podStory(ctx context.Context, cs kubernetes.Interface, name, what string) func() string {
+	return func() string {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Sprintf("%s; pod %s: %v", what, name, err)
+		}
+		var evs []string
+		if ev, err := cs.EventsV1().Events("default").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, e := range ev.Items {
+				evs = append(evs, e.Regarding.Name+": "+e.Reason+" "+e.Note)
+			}
+		}
+		if ev, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, e := range ev.Items {
+				evs = append(evs, e.InvolvedObject.Name+": "+e.Reason+" "+e.Message)
+			}
+		}
+		return fmt.Sprintf("%s; pod %s on %q nominated %q, conditions %+v; events %v", what, name, p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Conditions, evs)
+	}
 }
 
 // reasonsIn keeps the reasons msg contains.
@@ -780,8 +835,9 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			classes(ctx, cs)
 			create(ctx, cs, cpuPod("mid", "p100", "6", "node-0", nil))
 			create(ctx, cs, cpuPod("lowest", "p10", "6", "node-1", nil))
+			waitRunning(ctx, cs, "mid", "lowest")
 			create(ctx, cs, cpuPod("preemptor", "p1000", "6", "", nil))
-			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30 * time.Second).Should(Equal("node-1"))
+			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30*time.Second).Should(Equal("node-1"), podStory(ctx, cs, "preemptor", "the preemptor lands where the lowest victim was"))
 			Expect(nodeOf(ctx, cs, "mid")()).To(Equal("node-0"), "the higher-priority candidate victim is spared")
 		})
 
@@ -801,8 +857,9 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 				Expect(err).NotTo(HaveOccurred())
 				return b.Status.ExpectedPods
 			}).WithTimeout(20*time.Second).Should(BeEquivalentTo(1), "the disruption controller counted the guarded pod")
+			waitRunning(ctx, cs, "guarded", "free")
 			create(ctx, cs, cpuPod("preemptor", "p1000", "6", "", nil))
-			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30 * time.Second).Should(Equal("node-1"))
+			Eventually(nodeOf(ctx, cs, "preemptor")).WithTimeout(30*time.Second).Should(Equal("node-1"), podStory(ctx, cs, "preemptor", "the preemptor lands where the unguarded victim was"))
 			Expect(nodeOf(ctx, cs, "guarded")()).To(Equal("node-0"), "the pod its budget protects is spared")
 		})
 
@@ -847,13 +904,14 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 		}
+		waitRunning(ctx, cs, "victim", "other")
 		_, err := pods.Create(ctx, pod("preemptor", "p1000", "", 30, ""), metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() string {
 			p, err := pods.Get(ctx, "preemptor", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			return p.Status.NominatedNodeName
-		}).WithTimeout(20*time.Second).Should(Equal("node-0"), "preemption nominated the victim's node")
+		}).WithTimeout(30*time.Second).Should(Equal("node-0"), podStory(ctx, cs, "preemptor", "preemption nominated the victim's node"))
 		// node-1 frees up long before the victim is gone: the preemptor
 		// may land there (PR-5), and does.
 		Expect(pods.Delete(ctx, "other", metav1.DeleteOptions{})).To(Succeed())
