@@ -227,6 +227,10 @@ type graceFacts struct {
 	// reported MemoryPressure. Either lets a kubelet's eviction explain a
 	// shorter grace.
 	memory, pressure bool
+	// invokedAt maps a pod resourceVersion an API call answered with to
+	// the earliest invoke time of such a call: when the write that made
+	// that version was asked for.
+	invokedAt map[string]int64
 }
 
 // podGraceFacts is what the store shows of one pod instance.
@@ -339,7 +343,28 @@ type probedContainer struct {
 // shortenedToOne).
 func (f *graceFacts) onlyDeletionKills(uid string, by int64) bool {
 	pf := f.pods[uid]
-	return pf != nil && !pf.probes && !pf.evicted && pf.gone > by && !f.memory && !f.pressure && !pf.shortenedToOne(by)
+	return pf != nil && !pf.probes && !pf.evicted && pf.gone > by && !f.memory && !f.pressure && !f.shortenedToOne(uid, by)
+}
+
+// shortenedToOne reports whether the store shows pod uid's
+// deletionGracePeriodSeconds shortened to 1 s by a write that was asked for
+// by recorder time by: recorded by then, or answered to a call invoked by
+// then (the store's own record of a change may come after the kubelet that
+// watched it acted on it).
+func (f *graceFacts) shortenedToOne(uid string, by int64) bool {
+	pf := f.pods[uid]
+	if pf == nil {
+		return false
+	}
+	if pf.shortenedToOne(by) {
+		return true
+	}
+	for _, ch := range pf.shortened {
+		if t, ok := f.invokedAt[ch.rv]; ok && ch.to == 1 && t <= by {
+			return true
+		}
+	}
+	return false
 }
 
 // shortenedToOne reports whether the store shows the pod's

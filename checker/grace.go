@@ -107,6 +107,14 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 	res.Stats.Ops = len(attempts)
 	idx := newDeletionIndex(h.API)
 	facts := newGraceFacts(h.Store)
+	facts.invokedAt = map[string]int64{}
+	for _, c := range h.API {
+		if c.Resource == "pods" && c.ResourceVersion != "" {
+			if t, ok := facts.invokedAt[c.ResourceVersion]; !ok || c.Invoke < t {
+				facts.invokedAt[c.ResourceVersion] = c.Invoke
+			}
+		}
+	}
 	first := firstGraces(h.Store)
 	st := &stopper{ctx: ctx}
 
@@ -412,7 +420,7 @@ func judgeKill(ledger []history.LedgerEntry, idx *deletionIndex, facts *graceFac
 		switch p2, used2 := check(termWeak, killWeak); {
 		case p2 != "":
 			p, used = p2, used2
-		case stated == 1 && facts.pods[a.uid] != nil && facts.pods[a.uid].shortenedToOne(ledger[last].T):
+		case stated == 1 && facts.shortenedToOne(a.uid, ledger[last].T):
 			// The API server itself shortened the grace to 1 s (a second
 			// deletion whose deadline, counted from the first, had passed:
 			// kube-apiserver's rule, GP-6, PS-3), and the kubelet honoured

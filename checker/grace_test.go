@@ -606,4 +606,23 @@ func TestGraceExpiredShortening(t *testing.T) {
 	mustMention(t, "description", res.Evidence[0].Description, "GP-1")
 
 	mustVerdict(t, CheckGrace(bg, expired(1, 30).history(), Options{}), Illegal)
+
+	// The store's record of the shortening to 1 s may come after the kill
+	// (its follower lags the kubelet's own watch): the DELETE that made
+	// that version, invoked before the kill, answered with it. A DELETE
+	// invoked after the kill explains nothing.
+	lagged := func(callAt float64) *hb {
+		b := &hb{}
+		b.led(1, start, "n1", "web-0", "a").
+			podVersion(1.5, "a", 0, "", "").
+			regraced(10, "a", 281).
+			led(10.05, term, "n1", "web-0", "a", grace(281)).
+			deleted(callAt, "workload", "a", 62)
+		b.h.API[len(b.h.API)-1].ResourceVersion = fmt.Sprint(len(b.h.Store) + 1)
+		return b.led(71.5, kill, "n1", "web-0", "a", grace(1)).
+			podVersion(71.6, "a", 1, "", "")
+	}
+	res = mustVerdict(t, CheckGrace(bg, lagged(70.5).history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 kill honoured the 1 s the API server set")
+	mustVerdict(t, CheckGrace(bg, lagged(71.55).history(), Options{}), Illegal)
 }
