@@ -81,9 +81,25 @@ func (k *Kubelet) csiVolumes(pod *corev1.Pod) ([]csiVolume, string) {
 // volumes keep the handle as their ID (the storage's name for them) and the
 // attachment's resourceVersion as their token.
 func (k *Kubelet) csiAttachedVolumes(uid types.UID, pod *corev1.Pod) ([]AttachedVolume, string) {
-	vols, wait := k.csiVolumes(pod)
-	if wait != "" || len(vols) == 0 {
-		return nil, wait
+	// A bound claim's volume never changes: it is resolved once per pod,
+	// not on every pass of its worker.
+	k.mu.Lock()
+	vols, resolved := k.csiResolved[uid]
+	k.mu.Unlock()
+	if !resolved {
+		var wait string
+		if vols, wait = k.csiVolumes(pod); wait != "" {
+			return nil, wait
+		}
+		k.mu.Lock()
+		if k.csiResolved == nil {
+			k.csiResolved = map[types.UID][]csiVolume{}
+		}
+		k.csiResolved[uid] = vols
+		k.mu.Unlock()
+	}
+	if len(vols) == 0 {
+		return nil, ""
 	}
 	names := make([]string, len(vols))
 	for i, v := range vols {
@@ -134,6 +150,7 @@ func (k *Kubelet) markInUse(uid types.UID, names []string) string {
 // releaseInUse forgets the volumes pod uid used: its worker is done, its
 // containers are gone.
 func (k *Kubelet) releaseInUse(uid types.UID) {
+	delete(k.csiResolved, uid)
 	if _, ok := k.inUse[uid]; ok {
 		delete(k.inUse, uid)
 		k.kickStatus()

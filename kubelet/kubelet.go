@@ -190,7 +190,9 @@ type Kubelet struct {
 	// asks for the status to be posted now.
 	inUse         map[types.UID][]string
 	reportedInUse map[string]bool
-	statusKick    chan struct{}
+	// csiResolved are each pod's claims resolved to their CSI volumes.
+	csiResolved map[types.UID][]csiVolume
+	statusKick  chan struct{}
 }
 
 // New validates cfg and returns a kubelet ready to Run.

@@ -1,11 +1,8 @@
 package report
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,7 +62,6 @@ func ReproRows(store string) ([]ReproRow, error) {
 			return nil
 		}
 		row := ReproRow{Issue: issue, Scenario: res.Scenario, Verdict: res.Verdict, Dir: dir, Started: res.Started}
-		row.Kubernetes, row.Etcd, row.PodList = runLogs(filepath.Join(dir, "history.jsonl"))
 		for _, c := range res.Checks {
 			if c.Verdict != checker.Illegal {
 				continue
@@ -83,6 +79,7 @@ func ReproRows(store string) ([]ReproRow, error) {
 			row.Evidence = summaryOf(*res)
 		}
 		if h, err := history.Load(filepath.Join(dir, "history.jsonl")); err == nil {
+			row.Kubernetes, row.Etcd, row.PodList = runLogs(h)
 			row.Sync = firstSync(h)
 		}
 		rows = append(rows, row)
@@ -128,34 +125,13 @@ func summaryOf(res Results) string {
 
 // runLogs reads the releases and the kubelets' pod list mode from the
 // history's log lines ("kube target started", "kubelets").
-func runLogs(path string) (kubernetes, etcd, podList string) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", "", ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !strings.Contains(string(line), `"kind":"log"`) {
-			continue
-		}
-		var l struct {
-			Msg   string            `json:"msg"`
-			Attrs map[string]string `json:"attrs"`
-		}
-		if json.Unmarshal(line, &l) != nil {
-			continue
-		}
+func runLogs(h *history.History) (kubernetes, etcd, podList string) {
+	for _, l := range h.Logs {
 		switch l.Msg {
 		case "kube target started":
 			kubernetes, etcd = l.Attrs["kubernetes"], l.Attrs["etcd"]
 		case "kubelets":
 			podList = l.Attrs["pod_list"]
-		}
-		if kubernetes != "" && podList != "" {
-			break
 		}
 	}
 	return kubernetes, etcd, podList
