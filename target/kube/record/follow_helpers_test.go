@@ -39,10 +39,16 @@ type following struct {
 // follow starts FollowResource with cfg on a new history.
 func follow(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource, namespace string) *following {
 	t.Helper()
+	return followWith(t, cfg, gvr, namespace, time.Second)
+}
+
+// followWith is follow with watches of watchTimeout.
+func followWith(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource, namespace string, watchTimeout time.Duration) *following {
+	t.Helper()
 	rec, path := newRecorder(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &following{t: t, rec: rec, path: path, cancel: cancel, done: make(chan error, 1)}
-	opts := FollowOptions{WatchTimeout: time.Second, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond}
+	opts := FollowOptions{WatchTimeout: watchTimeout, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 100 * time.Millisecond}
 	go func() { f.done <- FollowResource(ctx, cfg, gvr, namespace, rec, opts) }()
 	t.Cleanup(func() { f.stop() })
 	return f

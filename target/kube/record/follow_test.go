@@ -90,7 +90,10 @@ func TestFollowResourceResumesAfterCut(t *testing.T) {
 	flt.install(cfg)
 	w := writes{t: t, cs: admin(t, c, 0), ctx: context.Background()}
 
-	f := follow(t, cfg, podsGVR, "")
+	// Watches long enough that the one which delivered b is still open
+	// when the cut comes (with 1 s watches the cut can fall between two,
+	// and then nothing fails).
+	f := followWith(t, cfg, podsGVR, "", time.Minute)
 	f.waitLogs(LogStoreEventsListed, 1)
 	w.create("default", "a")
 	p := w.create("default", "b")
