@@ -3,7 +3,9 @@ package checker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +20,7 @@ import (
 const PreemptionChecker = "preemption"
 
 // preemptionGuarantees are the guarantees the preemption checker judges.
-var preemptionGuarantees = []string{"PR-4", "PR-8", "PR-9", "PR-10", "PR-12"}
+var preemptionGuarantees = []string{"PR-4", "PR-7", "PR-8", "PR-9", "PR-10", "PR-11", "PR-12"}
 
 // preemptBatch is one preemption as the API history shows it: for each
 // victim not already being deleted the scheduler patches its status with
@@ -228,6 +230,10 @@ type preemptCheck struct {
 	// noFitJudged counts victims' nodes whose preemptor was shown to fit
 	// nowhere else (PR-4 decidable and kept).
 	noFitJudged int
+	// choiceJudged counts preemptions whose node choice was judged and
+	// kept (PR-7, PR-11); choiceWhy counts why others were not, by reason.
+	choiceJudged int
+	choiceWhy    map[string]int
 }
 
 // preemptPatchGrace is how long after its first deletion a preemption's
@@ -295,7 +301,7 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 	res, ctx, cancel := startCheck(ctx, opts, PreemptionChecker, preemptionGuarantees)
 	defer cancel()
 	batches := preemptBatches(h)
-	pc := &preemptCheck{h: h, r: newSchedReplay(h), failedPatches: map[string][]history.APICall{}}
+	pc := &preemptCheck{h: h, r: newSchedReplay(h), failedPatches: map[string][]history.APICall{}, choiceWhy: map[string]int{}}
 	for _, c := range h.API {
 		if schedWrite(c) && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch" && c.Outcome != history.StatusOK {
 			k := c.Namespace + "/" + c.Name
@@ -339,6 +345,7 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 		{Name: "preemption victims", Value: float64(victims), Unit: "count"},
 		{Name: "victims selected by a PodDisruptionBudget with no disruptions allowed", Value: float64(protected), Unit: "count"},
 		{Name: "preemptions whose preemptor surely fit on no other node (PR-4 judged)", Value: float64(pc.noFitJudged), Unit: "count"},
+		{Name: "preemptions whose node choice was judged (PR-7, PR-11)", Value: float64(pc.choiceJudged), Unit: "count"},
 	}
 	if nIllegal > 0 {
 		if schedLostEvents(h) || decodeErrs > 0 {
@@ -358,6 +365,14 @@ func CheckPreemption(ctx context.Context, h *history.History, opts Options) Resu
 	}
 	if pc.excused > 0 {
 		note += fmt.Sprintf("; %s without any nomination excused: a fault or the run's end may have stopped the scheduler before its patch", count(pc.excused, "preemption"))
+	}
+	note += fmt.Sprintf("; node choice judged for %s (PR-7, PR-11)", count(pc.choiceJudged, "preemption"))
+	if len(pc.choiceWhy) > 0 {
+		var whys []string
+		for _, why := range slices.Sorted(maps.Keys(pc.choiceWhy)) {
+			whys = append(whys, fmt.Sprintf("%d: %s", pc.choiceWhy[why], why))
+		}
+		note += ", not for the others (" + strings.Join(whys, "; ") + ")"
 	}
 	return res.finish(Ok, fmt.Sprintf("all %s (%s) had a pending preemptor of higher priority, not of policy Never, nominated to the victims' node, that their removal made fit there and that surely fit nowhere else (PR-4 where decidable, PR-8..PR-10, PR-12)%s",
 		count(res.Stats.Checked, "judged preemption"), count(victims, "victim"), note))
@@ -386,6 +401,12 @@ type preemptWindowView struct {
 	nominatedTo map[string]map[string]*schedPod
 	podTerms    bool
 	stateAtTd   map[string]*schedPod
+	// pdbsAtTd are the PodDisruptionBudgets at the decision; pdbChanged:
+	// one changed in the window. podChanged names the pods that changed in
+	// the window in a way preemption reads (see samePreemptionInput).
+	pdbsAtTd   map[string]*schedPDB
+	pdbChanged bool
+	podChanged map[string]bool
 }
 
 // view walks back from the replay's state (the batch's end) over the
@@ -414,6 +435,11 @@ func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
 	for k, n := range r.state.nodes {
 		nodes[k] = n
 	}
+	pdbs := make(map[string]*schedPDB, len(r.state.pdbs))
+	for k, p := range r.state.pdbs {
+		pdbs[k] = p
+	}
+	v.podChanged = map[string]bool{}
 	info := func(p *schedPod) *preemptPod {
 		pp := v.pods[p.uid]
 		if pp == nil {
@@ -459,8 +485,11 @@ func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
 			schedSetOrDelete(pods, c.key, c.podBefore)
 		case schedNodes:
 			schedSetOrDelete(nodes, c.key, c.nodeBefore)
+		case schedPDBs:
+			schedSetOrDelete(pdbs, c.key, c.pdbBefore)
 		}
 	}
+	v.pdbsAtTd = pdbs
 	v.stateAtTd = make(map[string]*schedPod, len(pods))
 	for k, p := range pods {
 		v.stateAtTd[k] = p
@@ -474,6 +503,11 @@ func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
 		switch c.kind {
 		case schedPods:
 			inWindow(c.podBefore)
+			if !samePreemptionInput(c.podBefore, c.podAfter) {
+				v.podChanged[c.key] = true
+			}
+		case schedPDBs:
+			v.pdbChanged = true
 		case schedNodes:
 			if c.nodeBefore == nil {
 				v.nodeGone[c.key] = true
@@ -564,6 +598,15 @@ func (pc *preemptCheck) judge(b *preemptBatch) preemptJudgment {
 			return j
 		}
 	}
+	if len(nodes) != 1 {
+		pc.choiceWhy["victims on several nodes"]++
+		return j
+	}
+	ev, why := pc.judgeChoice(b, v, nodes[0], byNode[nodes[0]])
+	if why != "" {
+		pc.choiceWhy[why]++
+	}
+	j.evidence = ev
 	return j
 }
 

@@ -324,6 +324,9 @@ type schedPDB struct {
 	namespace, name string
 	selector        labels.Selector
 	allowed         int32
+	// disrupted holds the names in status.disruptedPods: pods the API
+	// server already counted against the budget.
+	disrupted map[string]bool
 }
 
 // schedClass is a PriorityClass.
@@ -369,6 +372,7 @@ type schedChange struct {
 	// The pair for kind is set.
 	podBefore, podAfter   *schedPod
 	nodeBefore, nodeAfter *schedNode
+	pdbBefore, pdbAfter   *schedPDB
 }
 
 // binding reports a change that binds a pending pod to a node.
@@ -434,6 +438,7 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 		if err != nil {
 			return ch, err
 		}
+		ch.pdbBefore, ch.pdbAfter = s.pdbs[ch.key], pdb
 		if pdb == nil {
 			delete(s.pdbs, ch.key)
 		} else {
@@ -630,7 +635,8 @@ func decodeSchedPDB(raw []byte) (*schedPDB, error) {
 			Selector *metav1.LabelSelector `json:"selector"`
 		} `json:"spec"`
 		Status struct {
-			DisruptionsAllowed int32 `json:"disruptionsAllowed"`
+			DisruptionsAllowed int32                  `json:"disruptionsAllowed"`
+			DisruptedPods      map[string]metav1.Time `json:"disruptedPods"`
 		} `json:"status"`
 	}
 	if err := json.Unmarshal(raw, &j); err != nil {
@@ -638,6 +644,12 @@ func decodeSchedPDB(raw []byte) (*schedPDB, error) {
 	}
 	pdb := &schedPDB{namespace: j.Metadata.Namespace, name: j.Metadata.Name, allowed: j.Status.DisruptionsAllowed,
 		selector: labels.Nothing()}
+	if len(j.Status.DisruptedPods) > 0 {
+		pdb.disrupted = make(map[string]bool, len(j.Status.DisruptedPods))
+		for name := range j.Status.DisruptedPods {
+			pdb.disrupted[name] = true
+		}
+	}
 	if j.Spec.Selector != nil {
 		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil {
 			pdb.selector = sel

@@ -1,0 +1,130 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// choiceCase: nodes n1 and n2 of one CPU each; on n1 "high" (priority
+// 1000) and "low" (priority 0), on n2 "mid" (priority 100); "low" and "mid"
+// are each selected by a PodDisruptionBudget that allows no disruption
+// (kubernetes#128307's and #129136's shape). The preemptor (priority
+// 10000, cpu CPU) comes at 10 s; the scheduler deletes victims at 10.99 s
+// and nominates the preemptor to their node.
+type choiceCase struct {
+	cpu, highCPU, lowCPU string
+	victims              []string // names of the pods the scheduler deletes
+	// churn, when set, changes "high"'s labels at 9 s: inside the window.
+	churn bool
+}
+
+func (c choiceCase) history(t *testing.T) *history.History {
+	b := newSchedHist(t)
+	b.node(0, smallNode("n1"))
+	b.node(0, smallNode("n2"))
+	pods := map[string]*corev1.Pod{
+		"high": onNode(prioPod("high", 1000, c.highCPU), "n1"),
+		"low":  onNode(prioPod("low", 0, c.lowCPU), "n1"),
+		"mid":  onNode(prioPod("mid", 100, "1"), "n2"),
+	}
+	for _, name := range []string{"high", "low", "mid"} {
+		b.pod(1, pods[name])
+	}
+	for _, name := range []string{"low", "mid"} {
+		pdb := &policyv1.PodDisruptionBudget{
+			TypeMeta:   metav1.TypeMeta{Kind: "PodDisruptionBudget", APIVersion: "policy/v1"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: prioNS, Name: "pdb-" + name},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1},
+		}
+		b.store(1.5, history.StoreAdded, "poddisruptionbudgets.policy", prioNS, pdb.Name, pdb)
+	}
+	if c.churn {
+		q := pods["high"].DeepCopy()
+		q.Labels["tier"] = "changed"
+		b.pod(9, q)
+		pods["high"] = q
+	}
+	p := prioPod("preemptor", 10000, c.cpu)
+	b.pod(10, p)
+	node := ""
+	for i, name := range c.victims {
+		v := pods[name]
+		node = v.Spec.NodeName
+		b.preempted(10.9+0.03*float64(i), v)
+	}
+	b.call(11.03, identityScheduler, "create", "events", "", p.Namespace, p.Name+".2b", history.StatusOK, "")
+	b.call(11.04, identityScheduler, "patch", "pods", "status", p.Namespace, p.Name, history.StatusOK, string(p.UID))
+	b.pod(11.045, nominated(p, node))
+	for _, name := range c.victims {
+		b.podGone(12, pods[name])
+	}
+	h := b.history()
+	h.End = schedSec(60)
+	return h
+}
+
+func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// TestPreemptionNodeChoice: the node choice of a preemption is judged by
+// the rules kube-scheduler applies (PR-7 then PR-11), where the window
+// pins the state.
+func TestPreemptionNodeChoice(t *testing.T) {
+	tests := []struct {
+		name string
+		c    choiceCase
+		want Verdict
+		// words the summary (Ok) or the first evidence (Illegal) holds
+		words []string
+	}{
+		// #128307: the preemptor needs all of n1, so "low" cannot be
+		// kept: both nodes cost one budget, and n2's highest victim (100)
+		// is lower than n1's (1000).
+		{"128307: n2 is right", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"mid"}}, Ok,
+			[]string{"node choice judged for 1 preemption"}},
+		{"128307: n1 is wrong (PR-11)", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}}, Illegal,
+			[]string{"PR-11", "highest-priority victim has priority 1000", "node n2", "prio/mid (priority 100)"}},
+		// #129136: half of n1 is enough, so "low" is kept and n1 costs no
+		// budget: n1 is right though its victim has the higher priority.
+		{"129136: n1 is right", choiceCase{cpu: "500m", highCPU: "500m", lowCPU: "500m", victims: []string{"high"}}, Ok,
+			[]string{"node choice judged for 1 preemption"}},
+		{"129136: n2 is wrong (PR-7)", choiceCase{cpu: "500m", highCPU: "500m", lowCPU: "500m", victims: []string{"mid"}}, Illegal,
+			[]string{"PR-7", "violates 1 PodDisruptionBudget", "node n1 with 1 victim (prio/high (priority 1000)), 0 PodDisruptionBudget violations"}},
+		// Victims on n1 that the rules do not give there (low could be
+		// kept): the checker does not trust its replay and leaves it.
+		{"victims the rules do not give", choiceCase{cpu: "500m", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}}, Ok,
+			[]string{"node choice judged for 0 preemptions", "not the ones the rules give"}},
+		// A change inside the window: the state is not pinned.
+		{"unquiet window", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, churn: true}, Ok,
+			[]string{"node choice judged for 0 preemptions", "pod prio/high changed in the window"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := CheckPreemption(t.Context(), tc.c.history(t), Options{})
+			if res.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s; evidence %+v", res.Verdict, tc.want, res.Summary, res.Evidence)
+			}
+			text := res.Summary
+			if tc.want == Illegal {
+				ev := res.Evidence[0]
+				if len(ev.API) == 0 || ev.API[0].Verb != "delete" {
+					t.Errorf("evidence does not start with the victim's deletion: %+v", ev.API)
+				}
+				text = ev.Description
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(text, w) {
+					t.Errorf("%q does not say %q", text, w)
+				}
+			}
+		})
+	}
+}
