@@ -19,6 +19,7 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/podsafe/podsafe/apiserver"
@@ -148,6 +149,7 @@ type system struct {
 	// admin is an admin client whose calls are recorded as admin's
 	// (scripted steps; nil where none is offered).
 	admin    kubernetes.Interface
+	adminCfg *rest.Config
 	clock    clock.WithTicker
 	warnings []string
 	stop     func()
@@ -181,7 +183,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		// then the same settling as any run.
 		runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
 		defer stop()
-		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, rec)
+		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, sys.adminCfg, rec)
 		rec.Log("steps finished; all cuts healed", map[string]string{"err": fmt.Sprint(err)})
 		time.Sleep(opts.SettleTime)
 		return err

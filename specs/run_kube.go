@@ -239,7 +239,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		return nil, err
 	}
 	return &system{
-		target: c, clients: clients, watchers: watchers, admin: admin, clock: clock.RealClock{}, warnings: warnings,
+		target: c, clients: clients, watchers: watchers, admin: admin, adminCfg: arc, clock: clock.RealClock{}, warnings: warnings,
 		stop: func() {
 			// The kubelets and the control plane stop first, so the
 			// followers and the audit tailer record everything up to the

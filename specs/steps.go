@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/history"
@@ -34,6 +35,10 @@ type Step struct {
 	//	power-off     cut Node's power (power-on: restore it; its kubelet starts again)
 	//	cut-api-store cut API server APIServer from every etcd member (its watch cache stops); heal ends every cut
 	//	sleep         wait For
+	//	create        create every object of Manifest (YAML documents of any kind the API serves; namespaced ones
+	//	              without a namespace in Namespace), as kubectl create -f does
+	//	wait          wait until Object ("TYPE/NAME", in Namespace when namespaced) meets Until: "delete",
+	//	              "condition=TYPE[=STATUS]" or "jsonpath={.path}=value", as kubectl wait --for does
 	Do         string   `json:"do"`
 	Name       string   `json:"name,omitempty"`
 	Namespace  string   `json:"namespace,omitempty"`
@@ -44,10 +49,13 @@ type Step struct {
 	APIServer  int      `json:"apiserver,omitempty"`
 	For        Duration `json:"for,omitempty"`
 	TimeoutFor Duration `json:"timeout,omitempty"`
+	Manifest   string   `json:"manifest,omitempty"`
+	Object     string   `json:"object,omitempty"`
+	Until      string   `json:"until,omitempty"`
 }
 
 // stepActions are the Step.Do values.
-var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep"}
+var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep", "create", "wait"}
 
 // ErrInvalidStep: a scripted run's step is malformed.
 var ErrInvalidStep = errors.New("invalid step")
@@ -78,6 +86,17 @@ func (s Step) validate(i int) error {
 		if s.For <= 0 {
 			return bad("needs for > 0")
 		}
+	case "create":
+		if _, err := parseManifest(s.Manifest); err != nil {
+			return bad("manifest: %v", err)
+		}
+	case "wait":
+		if _, _, err := splitObjectRef(s.Object); err != nil {
+			return bad("%v", err)
+		}
+		if _, err := parseWaitCondition(s.Until); err != nil {
+			return bad("%v", err)
+		}
 	case "heal":
 	default:
 		return fmt.Errorf("%w %d: do %q: choose one of %s", ErrInvalidStep, i+1, s.Do, strings.Join(stepActions, ", "))
@@ -97,13 +116,15 @@ type stepRunner struct {
 	uids  map[string]types.UID
 	heals []func() error
 	ids   uint64
+	// objects serves the create and wait steps.
+	objects objects
 }
 
 // runSteps runs steps in order; the first that fails ends the run (after
 // healing what was cut). Every step is logged in the history; cuts and
 // power-offs are recorded as fault intervals.
-func runSteps(ctx context.Context, steps []Step, t target.Target, admin kubernetes.Interface, rec *history.Recorder) (err error) {
-	r := &stepRunner{t: t, admin: admin, rec: rec, uids: map[string]types.UID{}}
+func runSteps(ctx context.Context, steps []Step, t target.Target, admin kubernetes.Interface, adminCfg *rest.Config, rec *history.Recorder) (err error) {
+	r := &stepRunner{t: t, admin: admin, rec: rec, uids: map[string]types.UID{}, objects: objects{cfg: adminCfg}}
 	defer func() {
 		if herr := r.heal(); herr != nil {
 			err = errors.Join(err, herr)
@@ -185,6 +206,10 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 			return err
 		})
 		return nil
+	case "create":
+		return r.create(ctx, s)
+	case "wait":
+		return r.wait(ctx, s)
 	case "heal":
 		return r.heal()
 	case "sleep":
@@ -212,17 +237,8 @@ func (r *stepRunner) heal() error {
 // without volumes that run until stopped.
 func (r *stepRunner) statefulSet(ctx context.Context, s Step) error {
 	ns := r.ns(s)
-	_, err := r.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.ensureNamespace(ctx, s, ns); err != nil {
 		return err
-	}
-	// kube-apiserver's ServiceAccount admission refuses pods until the
-	// namespace's default ServiceAccount exists.
-	if err := r.poll(ctx, s, func() (bool, error) {
-		_, err := r.admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for the default ServiceAccount of %s: %w", ns, err)
 	}
 	labels := map[string]string{"app": s.Name}
 	set := &appsv1.StatefulSet{
@@ -237,8 +253,25 @@ func (r *stepRunner) statefulSet(ctx context.Context, s Step) error {
 			},
 		},
 	}
-	_, err = r.admin.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{})
+	_, err := r.admin.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{})
 	return err
+}
+
+// ensureNamespace creates namespace ns unless it exists, and waits for
+// its default ServiceAccount: kube-apiserver's ServiceAccount admission
+// refuses pods until it exists.
+func (r *stepRunner) ensureNamespace(ctx context.Context, s Step, ns string) error {
+	_, err := r.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := r.poll(ctx, s, func() (bool, error) {
+		_, err := r.admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the default ServiceAccount of %s: %w", ns, err)
+	}
+	return nil
 }
 
 // waitRunning waits until the pod runs on the node (with NewUID, as a new
