@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -66,6 +67,17 @@ func TestStepsValidate(t *testing.T) {
 		{"pin to a missing API server", func(s *Scenario) { s.Kube.Kubelet.APIServers = map[string]int{"node-0": 2} }, "pinned to API server 2 of 2"},
 		{"pin of a missing node", func(s *Scenario) { s.Kube.Kubelet.APIServers = map[string]int{"node-9": 0} }, "no node node-9"},
 		{"unknown pod list", func(s *Scenario) { s.Kube.Kubelet.PodList = "stream" }, `PodList "stream"`},
+		{"create without manifest", func(s *Scenario) { s.Steps = []Step{{Do: "create"}} }, "step 1 (create): manifest: no object"},
+		{"manifest without kind", func(s *Scenario) {
+			s.Steps = []Step{{Do: "create", Manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n"}}
+		}, "document 2: no kind"},
+		{"manifest without name", func(s *Scenario) { s.Steps = []Step{{Do: "create", Manifest: "apiVersion: v1\nkind: Pod\n"}} }, "document 1 (Pod): no metadata.name"},
+		{"manifest not YAML", func(s *Scenario) { s.Steps = []Step{{Do: "create", Manifest: "kind: [Pod\n"}} }, "step 1 (create): manifest: document 1"},
+		{"wait without type", func(s *Scenario) { s.Steps = []Step{{Do: "wait", Object: "web-0", Until: "delete"}} }, `object "web-0": write TYPE/NAME`},
+		{"wait for nothing", func(s *Scenario) { s.Steps = []Step{{Do: "wait", Object: "pod/web-0"}} }, `until "": write delete`},
+		{"wait on a bad jsonpath", func(s *Scenario) {
+			s.Steps = []Step{{Do: "wait", Object: "pod/web-0", Until: "jsonpath={.status.phase=Running"}}
+		}, "write jsonpath={.path}=value"},
 	} {
 		s := base()
 		tc.edit(&s)
@@ -75,9 +87,44 @@ func TestStepsValidate(t *testing.T) {
 		}
 	}
 	s := base()
-	s.Steps = []Step{{Do: "heal"}}
+	s.Steps = []Step{{Do: "heal"}, {Do: "create", Manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n"},
+		{Do: "wait", Object: "pdb/budget", Until: "jsonpath={.status.currentHealthy}=1"},
+		{Do: "wait", Object: "pod/a", Until: "condition=Ready"}, {Do: "wait", Object: "pod/a", Until: "delete"}}
 	s.Kube.Kubelet = KubeletScenario{PodList: "list", APIServers: map[string]int{"node-0": 1}}
 	if err := s.Validate(); err != nil {
 		t.Errorf("a valid scripted scenario: %v", err)
+	}
+}
+
+// TestWaitCondition: each form of until holds exactly when kubectl wait's
+// --for would.
+func TestWaitCondition(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"status": map[string]any{"phase": "Running", "conditions": []any{
+			map[string]any{"type": "Ready", "status": "True"}, map[string]any{"type": "PodScheduled", "status": "False"}}},
+	}}
+	for _, tc := range []struct {
+		until string
+		obj   *unstructured.Unstructured
+		want  bool
+	}{
+		{"delete", nil, true},
+		{"delete", obj, false},
+		{"condition=Ready", obj, true},
+		{"condition=Ready=False", obj, false},
+		{"condition=PodScheduled=false", obj, true},
+		{"condition=Initialized", obj, false},
+		{"condition=Ready", nil, false},
+		{"jsonpath={.status.phase}=Running", obj, true},
+		{"jsonpath={.status.phase}=Pending", obj, false},
+		{"jsonpath={.status.missing}=1", obj, false},
+	} {
+		c, err := parseWaitCondition(tc.until)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.until, err)
+		}
+		if got, err := c.holds(tc.obj); err != nil || got != tc.want {
+			t.Errorf("%s on %v: %v, %v; want %v", tc.until, tc.obj != nil, got, err, tc.want)
+		}
 	}
 }
