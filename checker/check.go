@@ -70,6 +70,10 @@ func Catalog() []Info {
 		Name:        SpreadChecker,
 		Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
 		Guarantees:  spreadGuarantees,
+	}, {
+		Name:        NodeHealthChecker,
+		Description: "from the store's record of nodes and their Leases: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period",
+		Guarantees:  nodeHealthGuarantees,
 	}}
 }
 
@@ -81,8 +85,10 @@ func Catalog() []Info {
 // records TERM or KILL, the authority checker when the API history
 // records deletions of pods, the phases checker when the store events
 // record pods, the restart back-off checker when the ledger records a
-// restart, the preemption checker when the scheduler deleted a pod, and the
-// topology-spread checker when a recorded pod has spread constraints. The
+// restart, the preemption checker when the scheduler deleted a pod, the
+// topology-spread checker when a recorded pod has spread constraints, and
+// the node-health checker when the node controller declared a node whose
+// Lease the record follows unknown. The
 // checkers run concurrently. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
@@ -134,6 +140,7 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 	add(boHasRestart(h.Ledger), CheckBackoff)
 	add(preemptApplies(h), CheckPreemption)
 	add(spreadApplies(h), CheckSpread)
+	add(nodeHealthApplies(h), CheckNodeHealth)
 
 	// The checkers only read h: they run side by side, as many at once as
 	// there are processors, and their results keep Catalog order.

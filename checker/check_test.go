@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -74,11 +76,14 @@ func TestCatalogNamesEveryChecker(t *testing.T) {
 	preempt := preemptCase{victim: prioPod("victim", 1000, "800m"), preemptor: prioPod("pre", 3000, "500m")}.history(t)
 	spread := spreadCase{zones("node1", "zoneA", "node2", "zoneA", "node3", "zoneB", "node4", "zoneB"),
 		[]string{"node1", "node2", "node3"}, incoming(spreadOn(zoneKey, 1))}.history(t, "node4")
+	// The node controller's mark of a node that stopped heart-beating.
+	nb := newNodeHist(t, 10*time.Second).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 20, 2)...)
+	nb.status(31, corev1.ConditionUnknown, nodeReasonStatusUnknown, 0)
 	ran := map[string]bool{}
-	for i, hist := range []*history.History{h, preempt, spread} {
+	for i, hist := range []*history.History{h, preempt, spread, &nb.h} {
 		for _, r := range Check(context.Background(), hist, Options{}) {
-			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker {
-				continue // the scheduler's histories are minimal for its checkers only
+			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker && r.Checker != NodeHealthChecker {
+				continue // the scheduler's and nodes' histories are minimal for their checkers only
 			}
 			ran[r.Checker] = true
 			if r.Verdict != Ok {

@@ -87,6 +87,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		c, err = kube.New(kube.Config{
 			Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: s.Topology.Members, APIServers: s.Kube.APIServers,
 			Network: s.Kube.Network, Timings: s.Kube.Timings, Logger: log.With("component", "kube"),
+			WatchFronts: s.Kube.WatchFronts, ExtraArgs: s.Kube.ExtraArgs,
 		})
 		if err != nil {
 			return nil, err
@@ -108,6 +109,8 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 			"kubernetes": bins.Versions.Kubernetes, "etcd": bins.Versions.Etcd, "network": c.NetworkMode(),
 			"etcd_members": fmt.Sprint(s.Topology.Members), "apiservers": fmt.Sprint(s.Kube.APIServers),
 			"timings": fmt.Sprintf("%+v", c.Timings()), "dir": c.Dir(),
+			"node_monitor_grace_period": c.Timings().NodeMonitorGracePeriod.D().String(),
+			"extra_args":                fmt.Sprint(s.Kube.ExtraArgs),
 		})
 	}
 	var warnings []string
@@ -132,7 +135,10 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 	recCtx, stopRecording := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	stopRec := func() { stopRecording(); wg.Wait() }
-	for _, src := range storeSources(s.Workload) {
+	// The nodes' heart-beat Leases too: the node-health checker judges
+	// the node controller's marks against them.
+	sources := append(storeSources(s.Workload), storeSource{resource: workload.LeaseResource, namespace: "kube-node-lease"})
+	for _, src := range sources {
 		gvr, ok := storeResourceGVRs[src.resource]
 		if !ok {
 			stopRec()

@@ -115,6 +115,14 @@ type KubeScenario struct {
 	Timings kube.Timings `json:"timings"`
 	// Kubelet is how podsafe's kubelets act on the kube target.
 	Kubelet KubeletScenario `json:"kubelet,omitempty"`
+	// WatchFronts puts the named processes (kube-controller-manager,
+	// kube-scheduler) behind a watch front, so that a freeze-watch step can
+	// freeze their watches of one resource.
+	WatchFronts []string `json:"watchFronts,omitempty"`
+	// ExtraArgs are more flags for etcd, kube-apiserver, kube-scheduler or
+	// kube-controller-manager ("--feature-gates=X=false"), as kind's
+	// extraArgs.
+	ExtraArgs map[string][]string `json:"extraArgs,omitempty"`
 }
 
 // KubeletScenario is how podsafe's kubelets act on the kube target.

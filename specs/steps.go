@@ -37,6 +37,8 @@ type Step struct {
 	//	sleep         wait For
 	//	create        create every object of Manifest (YAML documents of any kind the API serves; namespaced ones
 	//	              without a namespace in Namespace), as kubectl create -f does
+	//	freeze-watch  freeze the watches of Resource (plural: "leases") by Component ("kube-controller-manager-0",
+	//	              which must run behind a watch front: kube.watchFronts); heal ends it
 	//	wait          wait until Object ("TYPE/NAME", in Namespace when namespaced) meets Until: "delete",
 	//	              "condition=TYPE[=STATUS]" or "jsonpath={.path}=value", as kubectl wait --for does
 	Do         string   `json:"do"`
@@ -52,10 +54,12 @@ type Step struct {
 	Manifest   string   `json:"manifest,omitempty"`
 	Object     string   `json:"object,omitempty"`
 	Until      string   `json:"until,omitempty"`
+	Component  string   `json:"component,omitempty"`
+	Resource   string   `json:"resource,omitempty"`
 }
 
 // stepActions are the Step.Do values.
-var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep", "create", "wait"}
+var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep", "create", "wait", "freeze-watch"}
 
 // ErrInvalidStep: a scripted run's step is malformed.
 var ErrInvalidStep = errors.New("invalid step")
@@ -96,6 +100,10 @@ func (s Step) validate(i int) error {
 		}
 		if _, err := parseWaitCondition(s.Until); err != nil {
 			return bad("%v", err)
+		}
+	case "freeze-watch":
+		if s.Component == "" || s.Resource == "" {
+			return bad("needs component and resource")
 		}
 	case "heal":
 	default:
@@ -208,6 +216,26 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 		return nil
 	case "create":
 		return r.create(ctx, s)
+	case "freeze-watch":
+		wf, ok := r.t.(target.WatchFreezer)
+		if !ok {
+			return fmt.Errorf("the target cannot freeze watches: %w", target.ErrUnsupported)
+		}
+		heal, err := wf.FreezeWatch(ctx, s.Component, s.Resource)
+		if err != nil {
+			return err
+		}
+		r.ids++
+		ev := history.NemesisEvent{ID: r.ids, Name: "freeze-watch", Description: fmt.Sprintf("step: freeze %s's watches of %s", s.Component, s.Resource),
+			Phase: history.PhaseStart, Components: []string{s.Component}, Params: map[string]string{"component": s.Component, "resource": s.Resource}}
+		r.rec.Nemesis(ev)
+		r.heals = append(r.heals, func() error {
+			err := heal()
+			ev.Phase = history.PhaseEnd
+			r.rec.Nemesis(ev)
+			return err
+		})
+		return nil
 	case "wait":
 		return r.wait(ctx, s)
 	case "heal":

@@ -89,3 +89,12 @@ type Failpoints interface {
 	// path, a slash and the marker) on with term until heal.
 	EnableFailpoint(ctx context.Context, name, term string) (heal func() error, err error)
 }
+
+// WatchFreezer freezes one component's watches of one resource: the
+// streams stay open and say nothing while everything else the component
+// does goes on, as behind a stuck watch cache.
+type WatchFreezer interface {
+	// FreezeWatch freezes component's watches of resource (its plural
+	// name) until heal; what they missed then comes through in order.
+	FreezeWatch(ctx context.Context, component, resource string) (heal func() error, err error)
+}

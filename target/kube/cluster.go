@@ -26,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +86,10 @@ type Cluster struct {
 	// ran.
 	storage *storageState
 
+	// fronts are the watch fronts by the process they front
+	// (Config.WatchFronts).
+	fronts map[string]*watchFront
+
 	// ext is set on an existing cluster (NewExternal): no processes, the
 	// kubeconfig's server and credentials.
 	ext *external
@@ -99,7 +105,7 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	return &Cluster{cfg: cfg, log: cfg.Logger, procs: map[string]*proc{}, hosts: map[string]netip.Addr{},
+	return &Cluster{cfg: cfg, log: cfg.Logger, procs: map[string]*proc{}, hosts: map[string]netip.Addr{}, fronts: map[string]*watchFront{},
 		exitsInRow: map[string]int{}, lastExit: map[string]time.Time{}}, nil
 }
 
@@ -152,6 +158,20 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 	for _, a := range lay.api {
 		apiIPs = append(apiIPs, a.AsSlice())
 	}
+	// A watch front serves as its process's API server: its address is
+	// in the serving certificate too.
+	frontAddr := map[string]netip.Addr{}
+	for i := range c.cfg.APIServers {
+		for _, comp := range c.cfg.WatchFronts {
+			name := comp + "-" + strconv.Itoa(i)
+			a, err := c.net.addLocal(ctx, name+"-front")
+			if err != nil {
+				return fmt.Errorf("host of %s's watch front: %w", name, err)
+			}
+			frontAddr[name] = a
+			apiIPs = append(apiIPs, a.AsSlice())
+		}
+	}
 	for _, a := range lay.etcd {
 		etcdIPs = append(etcdIPs, a.AsSlice())
 	}
@@ -176,7 +196,18 @@ func (c *Cluster) Start(ctx context.Context, nodes []string) (err error) {
 			if err != nil {
 				return err
 			}
-			if err := writeKubeconfig(lay.kubeconfigPath(comp.name), lay.apiURL(i), lay.pki.CAPEM, usr); err != nil {
+			server := lay.apiURL(i)
+			if a, ok := frontAddr[comp.name]; ok {
+				f, err := startWatchFront(comp.name, a, server, lay.pki, a, c.log)
+				if err != nil {
+					return err
+				}
+				c.mu.Lock()
+				c.fronts[comp.name] = f
+				c.mu.Unlock()
+				server = f.URL()
+			}
+			if err := writeKubeconfig(lay.kubeconfigPath(comp.name), server, lay.pki.CAPEM, usr); err != nil {
 				return err
 			}
 		}
@@ -297,6 +328,9 @@ func (c *Cluster) addHost(ctx context.Context, name string, role target.Role, me
 
 // startProc starts a control-plane process on its host.
 func (c *Cluster) startProc(name, path string, args []string) error {
+	if base := strings.TrimRight(name, "0123456789"); strings.HasSuffix(base, "-") {
+		args = append(slices.Clone(args), c.cfg.ExtraArgs[strings.TrimSuffix(base, "-")]...)
+	}
 	p := &proc{
 		name: name, host: name, path: path, args: args,
 		logPath: filepath.Join(c.cfg.Dir, "logs", name+".log"),
@@ -645,6 +679,13 @@ func (c *Cluster) Close() error {
 // controller and kubelets (their runtimes with them); Close does too.
 func (c *Cluster) StopOwn() {
 	c.fencingRun.StopAll()
+	c.mu.Lock()
+	fronts := c.fronts
+	c.fronts = map[string]*watchFront{}
+	c.mu.Unlock()
+	for _, f := range fronts {
+		f.close()
+	}
 	c.stopKubelets()
 	c.stopStorage()
 }

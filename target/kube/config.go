@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/podsafe/podsafe/target/kube/binaries"
@@ -48,6 +50,15 @@ type Config struct {
 	// plugin disabled (a KubeSchedulerConfiguration file), the
 	// configuration PR-13 speaks of.
 	DisablePreemption bool
+	// WatchFronts names the processes ("kube-controller-manager",
+	// "kube-scheduler") that reach their API server through a watch front,
+	// so that their watches of a resource can be frozen (FreezeWatch).
+	WatchFronts []string
+	// ExtraArgs are more flags for the processes named by their base name
+	// ("etcd", "kube-apiserver", "kube-scheduler",
+	// "kube-controller-manager"), after podsafe's own ("--feature-gates=X=false"),
+	// as kubeadm's and kind's extraArgs.
+	ExtraArgs map[string][]string
 
 	_ struct{}
 }
@@ -181,6 +192,21 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: the kubelet lease renew period %s must be shorter than its duration %s", ErrInvalidConfig, c.Timings.KubeletLeaseRenew.D(), c.Timings.KubeletLeaseDuration.D())
 	case c.Timings.LeaderElectRenew >= c.Timings.LeaderElectLease:
 		return fmt.Errorf("%w: the leader-election renew deadline must be shorter than the lease", ErrInvalidConfig)
+	}
+	for _, f := range c.WatchFronts {
+		if f != "kube-controller-manager" && f != "kube-scheduler" {
+			return fmt.Errorf("%w: watch front %q: choose kube-controller-manager or kube-scheduler", ErrInvalidConfig, f)
+		}
+	}
+	for comp, args := range c.ExtraArgs {
+		if !slices.Contains([]string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}, comp) {
+			return fmt.Errorf("%w: extra args of %q: choose etcd, kube-apiserver, kube-scheduler or kube-controller-manager", ErrInvalidConfig, comp)
+		}
+		for _, a := range args {
+			if !strings.HasPrefix(a, "--") {
+				return fmt.Errorf("%w: extra arg %q of %s: write flags as --name=value", ErrInvalidConfig, a, comp)
+			}
+		}
 	}
 	return nil
 }

@@ -292,7 +292,10 @@ func (c *Cluster) Rules(ctx context.Context) string {
 	return c.net.rules(ctx)
 }
 
-var _ target.APIStore = (*Cluster)(nil)
+var (
+	_ target.APIStore     = (*Cluster)(nil)
+	_ target.WatchFreezer = (*Cluster)(nil)
+)
 
 // APIStoreLinks are the links from API server member's host to every etcd
 // member's client port: cutting them leaves the API server up and serving

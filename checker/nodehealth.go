@@ -1,0 +1,235 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// NodeHealthChecker names the node-health checker in results.
+const NodeHealthChecker = "node-health"
+
+// nodeHealthGuarantees: the node controller acts on a node (LC-4) and its
+// pods (PS-13) because the node stopped heart-beating, and only then.
+var nodeHealthGuarantees = []string{"LC-4", "PS-13"}
+
+// The node lifecycle controller's mark: Ready=Unknown with this reason
+// (upstream's nodelifecycle "NodeStatusUnknown", "Kubelet stopped posting
+// node status.").
+const nodeReasonStatusUnknown = "NodeStatusUnknown"
+
+// nodeLeaseNamespace holds the nodes' heart-beat Leases.
+const nodeLeaseNamespace = "kube-node-lease"
+
+// LogNodeMonitorGrace is the history log line's attribute that states the
+// node controller's grace period (kube-controller-manager's
+// --node-monitor-grace-period), on the "kube target started" line.
+const LogNodeMonitorGrace = "node_monitor_grace_period"
+
+// nodeHealthSlack covers the recorder: a store line's time trails its
+// commit by up to this much, and two resources' followers trail by
+// different amounts.
+const nodeHealthSlack = 2 * time.Second
+
+// nodeHeartbeat is one committed sign of life of a node: a renewal of its
+// Lease, or a status the kubelet posted with a new heart-beat time.
+type nodeHeartbeat struct {
+	t    int64
+	rv   string
+	what string
+}
+
+// nodeMark is one change by which the node controller declared a node's
+// health unknown.
+type nodeMark struct {
+	node string
+	t    int64
+	rv   string
+}
+
+// nodeJSON is the part of a Node the checker reads.
+type nodeJSON struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []struct {
+			Type              string `json:"type"`
+			Status            string `json:"status"`
+			Reason            string `json:"reason"`
+			LastHeartbeatTime string `json:"lastHeartbeatTime"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// ready returns the node's Ready condition's status, reason and heart-beat
+// time ("" when it has none).
+func (n *nodeJSON) ready() (status, reason, heartbeat string) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Status, c.Reason, c.LastHeartbeatTime
+		}
+	}
+	return "", "", ""
+}
+
+// nodeHealthGrace reads the grace period from the history's logs (0 when
+// it does not state it).
+func nodeHealthGrace(h *history.History) time.Duration {
+	for _, l := range h.Logs {
+		if v, ok := l.Attrs[LogNodeMonitorGrace]; ok {
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return 0
+}
+
+// nodeHealthApplies reports whether h holds what the checker judges: the
+// record of the nodes' heart-beat Leases (the kube target keeps it).
+func nodeHealthApplies(h *history.History) bool {
+	for _, e := range h.Store {
+		if e.Resource == "leases.coordination.k8s.io" && e.Namespace == nodeLeaseNamespace {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckNodeHealth judges every time the node controller declared a node's
+// health unknown (its Ready condition set to Unknown with reason
+// NodeStatusUnknown, after which it taints the node and marks and evicts
+// its pods): the node must have shown no sign of life for the grace period
+// before, neither a Lease renewal nor a posted status with a new heart-beat
+// (LC-4's "when a node dies or is cut off"; PS-13's "because their node
+// stopped heart-beating"). A sign of life committed less than the grace
+// period (less the recorder's slack) before the mark is a violation: the
+// controller decided from a view of the node that was stale (as
+// kubernetes#138698 describes for its Lease cache).
+//
+// It judges marks from the first Lease of the node in the record on (the
+// record of earlier heart-beats may be missing), and says Unknown when the
+// record lost store events, since a lost change may be the mark's cause.
+func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Result {
+	res, ctx, cancel := startCheck(ctx, opts, NodeHealthChecker, nodeHealthGuarantees)
+	defer cancel()
+	grace := nodeHealthGrace(h)
+	if grace == 0 {
+		return res.finish(Unknown, "the history does not state the node controller's grace period")
+	}
+	beats := map[string][]nodeHeartbeat{}
+	firstLease := map[string]int64{}
+	var marks []nodeMark
+	lastReady := map[string]string{} // node -> Ready status
+	lastBeat := map[string]string{}  // node -> Ready's lastHeartbeatTime
+	decodeErrs := 0
+	for i, e := range h.Store {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return res.finish(Unknown, fmt.Sprintf("check cancelled: %v", context.Cause(ctx)))
+		}
+		switch {
+		case e.Resource == "leases.coordination.k8s.io" && e.Namespace == nodeLeaseNamespace && e.Type != history.StoreDeleted:
+			if _, ok := firstLease[e.Name]; !ok {
+				firstLease[e.Name] = e.T
+			}
+			beats[e.Name] = append(beats[e.Name], nodeHeartbeat{t: e.T, rv: e.RV, what: "its Lease renewed"})
+		case e.Resource == "nodes" && e.Type != history.StoreDeleted:
+			var n nodeJSON
+			if err := json.Unmarshal(e.Object, &n); err != nil {
+				decodeErrs++
+				continue
+			}
+			status, reason, hb := n.ready()
+			if status == "Unknown" && reason == nodeReasonStatusUnknown && lastReady[e.Name] != "Unknown" {
+				marks = append(marks, nodeMark{node: e.Name, t: e.T, rv: e.RV})
+			}
+			if hb != "" && hb != lastBeat[e.Name] && status != "Unknown" {
+				beats[e.Name] = append(beats[e.Name], nodeHeartbeat{t: e.T, rv: e.RV, what: "its kubelet posted a status with heart-beat " + hb})
+			}
+			lastReady[e.Name], lastBeat[e.Name] = status, hb
+		case e.Resource == "nodes":
+			delete(lastReady, e.Name)
+			delete(lastBeat, e.Name)
+		}
+	}
+	var illegal []Evidence
+	judged := 0
+	for _, m := range marks {
+		first, ok := firstLease[m.node]
+		if !ok || first > m.t {
+			continue
+		}
+		res.Stats.Ops++
+		// The newest sign of life committed before the mark: resource
+		// versions order commits across resources.
+		var b *nodeHeartbeat
+		for k := range beats[m.node] {
+			if x := &beats[m.node][k]; rvAfter(m.rv, x.rv) && (b == nil || rvAfter(x.rv, b.rv)) {
+				b = x
+			}
+		}
+		judged++
+		if b == nil {
+			continue
+		}
+		quiet := time.Duration(m.t - b.t)
+		if quiet+nodeHealthSlack < grace {
+			if len(illegal) < opts.maxEvidence() {
+				illegal = append(illegal, Evidence{Key: m.node, Description: fmt.Sprintf(
+					"the node controller declared node %s's health unknown (Ready=Unknown, %s) at %s (resourceVersion %s), %s after %s at %s (resourceVersion %s): under its grace period of %s (slack %s), so it acted on a stale view of a node that was heart-beating",
+					m.node, nodeReasonStatusUnknown, nanos(m.t), m.rv, quiet.Round(time.Millisecond), b.what, nanos(b.t), b.rv, grace, nodeHealthSlack)})
+			}
+			res.Stats.Checked++
+			continue
+		}
+		res.Stats.Checked++
+	}
+	res.Stats.Keys = len(firstLease)
+	res.Figures = []Figure{
+		{Name: "nodes declared unknown by the node controller", Value: float64(len(marks)), Unit: "count"},
+		{Name: "node marks judged", Value: float64(judged), Unit: "count"},
+	}
+	if len(illegal) > 0 {
+		if nodeHealthLostEvents(h) || decodeErrs > 0 {
+			return res.finish(Unknown, fmt.Sprintf("%s look premature, but store events were lost or did not decode", count(len(illegal), "node mark")))
+		}
+		res.Evidence = illegal
+		return res.finish(Illegal, fmt.Sprintf("the node controller declared a heart-beating node's health unknown: %s", illegal[0].Description))
+	}
+	renewals := 0
+	for _, bs := range beats {
+		renewals += len(bs)
+	}
+	if len(marks) == 0 {
+		return res.finish(Ok, fmt.Sprintf("the node controller declared no node's health unknown; %s heart-beating through the record (%s: Lease renewals and status heart-beats)",
+			count(len(firstLease), "node"), count(renewals, "heart-beat")))
+	}
+	if judged == 0 {
+		return res.finish(Unknown, fmt.Sprintf("no node mark judged: the %s came before the record of the node's Lease began", count(len(marks), "mark")))
+	}
+	return res.finish(Ok, fmt.Sprintf("every one of %s by the node controller came at least its grace period (%s, slack %s) after the node's last Lease renewal or heart-beat", count(judged, "node mark"), grace, nodeHealthSlack))
+}
+
+// rvAfter reports whether resourceVersion a is after b (both etcd
+// revisions or raft indexes; false when either does not parse).
+func rvAfter(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x > y
+}
+
+// nodeHealthLostEvents reports whether the record of nodes or Leases lost
+// store events.
+func nodeHealthLostEvents(h *history.History) bool {
+	for _, l := range h.Logs {
+		if l.Msg == history.LogStoreEventsLost && (l.Attrs["resource"] == "nodes" || l.Attrs["resource"] == "leases.coordination.k8s.io") {
+			return true
+		}
+	}
+	return false
+}
