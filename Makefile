@@ -116,21 +116,39 @@ chaos-kube: kube-binaries build ## every workload on the kube target (real proce
 
 # Reproductions of upstream Kubernetes bugs on the kube target: each is a
 # scripted scenario in repro/, run on every release of REPRO_VERSIONS (built
-# or reused). A verdict of Illegal (exit 1) is a reproduction, not a failure
-# of the target; a crash or an undecided verdict fails it. Results go to
-# REPRO_STORE, one directory per run (scenario.json names the version).
+# or reused); repro/catalog.yaml holds the facts (affected and fixed
+# releases) and the candidates that cannot run here, with why. A verdict of
+# Illegal (exit 1) is a reproduction, not a failure of the target; a crash
+# or an undecided verdict fails it. Results go to REPRO_STORE, one
+# directory per run (scenario.json names the version).
 REPRO_VERSIONS ?= v1.34.4 v1.37.2
 REPRO_STORE    ?= store/repro
-.PHONY: test-kube-issues test-kube-issue59848
-test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a lagging API server) on each of REPRO_VERSIONS
-	@set -e; for v in $(REPRO_VERSIONS); do \
+# repro_on runs repro/$(1).yaml on each release of $(2) with the flags $(3).
+define repro_on
+	@set -e; for v in $(2); do \
 	  $(MAKE) --no-print-directory kube-binaries KUBE_VERSION=$$v; \
-	  rc=0; ./$(BIN) test --scenario repro/kubernetes-59848.yaml --kube-version $$v --store $(REPRO_STORE) || rc=$$?; \
-	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "kubernetes#59848 on $$v: exit $$rc"; exit $$rc; fi; \
+	  rc=0; ./$(BIN) test --scenario repro/$(1).yaml --kube-version $$v --store $(REPRO_STORE) $(3) || rc=$$?; \
+	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "$(1) on $$v: exit $$rc"; exit $$rc; fi; \
 	done
+endef
+REPRO_ISSUES := 59848 138698 128307 129136
+.PHONY: test-kube-issues $(addprefix test-kube-issue,$(REPRO_ISSUES))
+test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a lagging API server) on each of REPRO_VERSIONS, with the kubelet's list and watch-list
+	$(call repro_on,kubernetes-59848,$(REPRO_VERSIONS),--kubelet-pod-list list)
+	$(call repro_on,kubernetes-59848,$(REPRO_VERSIONS),--kubelet-pod-list watch-list)
 
-test-kube-issues: test-kube-issue59848 ## every reproduction of an upstream bug, on each of REPRO_VERSIONS, then the table (REPRO_STORE/repro.md)
-	./$(BIN) report --repro $(REPRO_STORE)
+test-kube-issue138698: build ## kubernetes#138698 (node controller marks heart-beating nodes from a stale Lease cache) on each of REPRO_VERSIONS; on v1.37+ also with the fix's gate off
+	$(call repro_on,kubernetes-138698,$(REPRO_VERSIONS))
+	$(call repro_on,kubernetes-138698-gate-off,$(filter v1.37.% v1.38.% v1.39.%,$(REPRO_VERSIONS)))
+
+test-kube-issue128307: build ## kubernetes#128307 (preemption's node choice by highest victim priority) on each of REPRO_VERSIONS
+	$(call repro_on,kubernetes-128307,$(REPRO_VERSIONS))
+
+test-kube-issue129136: build ## kubernetes#129136 (the preemption choice reported as wrong after #128307) on each of REPRO_VERSIONS
+	$(call repro_on,kubernetes-129136,$(REPRO_VERSIONS))
+
+test-kube-issues: $(addprefix test-kube-issue,$(REPRO_ISSUES)) ## every reproduction of an upstream bug, on each of REPRO_VERSIONS, then the tables (REPRO_STORE/repro.md)
+	./$(BIN) report --repro $(REPRO_STORE) --catalog repro/catalog.yaml
 
 # The conformance suite (one spec per guarantee ID over shared runs) with its
 # runs and report (conformance.html, .json, -junit.xml) kept in a store:

@@ -180,7 +180,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		quiet := time.Duration(m.t - b.t)
 		if quiet+nodeHealthSlack < grace {
 			if len(illegal) < opts.maxEvidence() {
-				illegal = append(illegal, Evidence{Key: m.node, Description: fmt.Sprintf(
+				illegal = append(illegal, Evidence{Key: m.node, At: m.t, Description: fmt.Sprintf(
 					"the node controller declared node %s's health unknown (Ready=Unknown, %s) at %s (resourceVersion %s), %s after %s at %s (resourceVersion %s): under its grace period of %s (slack %s), so it acted on a stale view of a node that was heart-beating",
 					m.node, nodeReasonStatusUnknown, nanos(m.t), m.rv, quiet.Round(time.Millisecond), b.what, nanos(b.t), b.rv, grace, nodeHealthSlack)})
 			}

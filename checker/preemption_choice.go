@@ -289,7 +289,7 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 			calls = append(calls, vic.call)
 			vs = append(vs, vic.pod.ref())
 		}
-		return &Evidence{Key: victims[0].pod.key, API: append(calls, b.patches...),
+		return &Evidence{Key: victims[0].pod.key, At: b.td, API: append(calls, b.patches...),
 			Description: fmt.Sprintf("%s: to place %s the scheduler deleted %s on node %s at %s; %s", rule, p.ref(),
 				strings.Join(vs, ", "), node, nanos(b.td), why)}
 	}

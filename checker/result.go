@@ -86,6 +86,9 @@ type Evidence struct {
 	// Expected marks evidence of allowed behaviour, reported for
 	// information only.
 	Expected bool `json:"expected,omitempty"`
+	// At is when the violation happened, in the history's time (ns since
+	// the run began), for evidence that has no ledger entries to tell.
+	At int64 `json:"at,omitempty"`
 	// Ops are the operations involved, in invoke order.
 	Ops []history.Op `json:"ops,omitempty"`
 	// Ledger are the ledger entries involved, in ledger order.

@@ -20,6 +20,9 @@ type ReproRow struct {
 	// scenario's name ("kubernetes-59848", "etcd-15271").
 	Issue    string `json:"issue"`
 	Scenario string `json:"scenario"`
+	// Variant is what the scenario's name adds after the issue number
+	// ("gate-off" of kubernetes-138698-gate-off), "" for the plain one.
+	Variant string `json:"variant,omitempty"`
 	// Kubernetes and Etcd are the releases the run started.
 	Kubernetes string `json:"kubernetes"`
 	Etcd       string `json:"etcd,omitempty"`
@@ -57,11 +60,11 @@ func ReproRows(store string) ([]ReproRow, error) {
 		if err != nil {
 			return err
 		}
-		issue := issueOf(res.Scenario)
+		issue, variant := issueOf(res.Scenario)
 		if issue == "" {
 			return nil
 		}
-		row := ReproRow{Issue: issue, Scenario: res.Scenario, Verdict: res.Verdict, Dir: dir, Started: res.Started}
+		row := ReproRow{Issue: issue, Scenario: res.Scenario, Variant: variant, Verdict: res.Verdict, Dir: dir, Started: res.Started}
 		for _, c := range res.Checks {
 			if c.Verdict != checker.Illegal {
 				continue
@@ -70,6 +73,10 @@ func ReproRows(store string) ([]ReproRow, error) {
 			for _, e := range c.Evidence {
 				if n := len(e.Ledger); n > 0 && !res.Started.IsZero() {
 					row.Detected = e.Ledger[n-1].Wall.Sub(res.Started).Round(100 * time.Millisecond)
+					break
+				}
+				if e.At > 0 {
+					row.Detected = time.Duration(e.At).Round(100 * time.Millisecond)
 					break
 				}
 			}
@@ -89,6 +96,9 @@ func ReproRows(store string) ([]ReproRow, error) {
 		if c := strings.Compare(a.Issue, b.Issue); c != 0 {
 			return c
 		}
+		if c := strings.Compare(a.Variant, b.Variant); c != 0 {
+			return c
+		}
 		if c := strings.Compare(a.Kubernetes, b.Kubernetes); c != 0 {
 			return c
 		}
@@ -100,14 +110,21 @@ func ReproRows(store string) ([]ReproRow, error) {
 	return rows, err
 }
 
-// issueOf maps a reproduction's scenario name to its upstream issue.
-func issueOf(scenario string) string {
+// issueOf maps a reproduction's scenario name to its upstream issue and
+// variant: "kubernetes-59848" is kubernetes/kubernetes#59848,
+// "kubernetes-138698-gate-off" its variant "gate-off".
+func issueOf(scenario string) (issue, variant string) {
 	for prefix, repo := range map[string]string{"kubernetes-": "kubernetes/kubernetes", "etcd-": "etcd-io/etcd"} {
-		if n, ok := strings.CutPrefix(scenario, prefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-			return repo + "#" + n
+		rest, ok := strings.CutPrefix(scenario, prefix)
+		if !ok {
+			continue
+		}
+		n, variant, _ := strings.Cut(rest, "-")
+		if n != "" && strings.Trim(n, "0123456789") == "" && (variant != "" || !strings.HasSuffix(rest, "-")) {
+			return repo + "#" + n, variant
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // summaryOf is what a run that reproduced nothing says: the checkers'
@@ -144,7 +161,7 @@ func ReproMarkdown(rows []ReproRow) string {
 	latest := map[string]ReproRow{}
 	var keys []string
 	for _, r := range rows {
-		k := r.Issue + "|" + r.Kubernetes + "|" + r.PodList
+		k := r.Issue + "|" + r.Variant + "|" + r.Kubernetes + "|" + r.PodList
 		if _, ok := latest[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -163,7 +180,11 @@ func ReproMarkdown(rows []ReproRow) string {
 				detected = r.Detected.String()
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %s |\n", r.Issue, r.Kubernetes, r.Etcd, r.PodList, verdict,
+		issue := r.Issue
+		if r.Variant != "" {
+			issue += " (" + r.Variant + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %s |\n", issue, r.Kubernetes, r.Etcd, r.PodList, verdict,
 			strings.ReplaceAll(r.Evidence, "|", "\\|"), r.Sync, detected)
 	}
 	return b.String()

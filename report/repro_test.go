@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,65 @@ func TestReproRows(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, md)
 		}
 	}
-	if issueOf("kubernetes-59848x") != "" || issueOf("etcd-15271") != "etcd-io/etcd#15271" {
-		t.Error("issueOf maps only names ending in an issue number")
+	for name, want := range map[string][2]string{
+		"kubernetes-59848x": {}, "kubernetes-": {}, "kubernetes-59848-": {}, "pets-1": {},
+		"etcd-15271":                 {"etcd-io/etcd#15271", ""},
+		"kubernetes-138698-gate-off": {"kubernetes/kubernetes#138698", "gate-off"},
+	} {
+		if issue, variant := issueOf(name); issue != want[0] || variant != want[1] {
+			t.Errorf("issueOf(%q) = %q, %q; want %q, %q", name, issue, variant, want[0], want[1])
+		}
+	}
+}
+
+// TestReproCatalog: the repository's catalog loads and every entry is
+// whole; a malformed one is refused naming what is wrong; the summary
+// joins the facts with the runs.
+func TestReproCatalog(t *testing.T) {
+	cat, err := LoadReproCatalog("../repro/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat) < 6 {
+		t.Errorf("%d entries: the flagship and at least five more", len(cat))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubernetes-1.yaml"), []byte("name: kubernetes-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := "- issue: kubernetes/kubernetes#1\n  title: t\n  component: c\n  guarantees: [PS-1]\n  affected: a\n  fixed: f\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", entry + "  scenarios: [{name: kubernetes-1, versions: [v1.37.2]}]\n  owner: x\n", `unknown field "owner"`},
+		{"no reason", entry, "needs scenarios or notReproducible"},
+		{"both", entry + "  scenarios: [{name: kubernetes-1, versions: [v1.37.2]}]\n  notReproducible: x\n", "has scenarios and notReproducible"},
+		{"scenario of another issue", entry + "  scenarios: [{name: kubernetes-2, versions: [v1.37.2]}]\n", `scenario "kubernetes-2" is not named after the issue`},
+		{"missing scenario file", entry + "  scenarios: [{name: kubernetes-1-x, versions: [v1.37.2]}]\n", "kubernetes-1-x.yaml"},
+		{"no versions", entry + "  scenarios: [{name: kubernetes-1}]\n", "runs on no release"},
+		{"bad issue", strings.Replace(entry, "kubernetes/kubernetes#1", "k8s#1", 1) + "  notReproducible: x\n", "issue must be"},
+		{"no facts", "- issue: etcd-io/etcd#1\n  notReproducible: x\n", "needs title"},
+	} {
+		p := filepath.Join(dir, "catalog.yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadReproCatalog(p)
+		if !errors.Is(err, ErrInvalidCatalog) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidCatalog saying %q", tc.name, err, tc.want)
+		}
+	}
+	rows := []ReproRow{
+		{Issue: "kubernetes/kubernetes#138698", Scenario: "kubernetes-138698", Kubernetes: "v1.34.4", PodList: "list", Verdict: checker.Illegal,
+			Reproduced: true, Checker: "node-health", Detected: 26700 * time.Millisecond},
+		{Issue: "kubernetes/kubernetes#138698", Scenario: "kubernetes-138698", Kubernetes: "v1.37.2", PodList: "watch-list", Verdict: checker.Ok},
+	}
+	md := ReproSummaryMarkdown(cat, rows)
+	for _, want := range []string{
+		"`kubernetes-138698`: v1.34.4: **reproduced** (node-health Illegal, after 26.7s); v1.37.2: valid",
+		"`kubernetes-138698-gate-off`: v1.37.2: not run",
+		"not reproducible here: no affected release is served",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
 	}
 }

@@ -17,6 +17,7 @@ func newReportCmd() *cobra.Command {
 	var (
 		compare bool
 		repro   bool
+		catalog string
 		outDir  string
 		names   []string
 	)
@@ -46,7 +47,11 @@ With --repro, report reads a store of reproductions of upstream bugs (make
 test-kube-issues, repro/*.yaml) and writes repro.md and repro.json into it:
 per issue, Kubernetes release and kubelet pod list mode (the newest run of
 each), whether a checker caught the bug, its evidence and how long into the
-run the violation came; it prints the table.`,
+run the violation came. With --catalog (default repro/catalog.yaml when it
+exists) it first writes the summary: per upstream issue its component, the
+guarantees it breaks, the affected and fixed releases, and per scenario and
+release the newest run's verdict, or why the bug cannot be reproduced here.
+It prints both tables.`,
 		Example: `  podsafe report store/latest
   podsafe report store
   podsafe report --compare store/conformance store/conformance-kube --out store/compare
@@ -58,7 +63,7 @@ run the violation came; it prints the table.`,
 				return compareStores(cmd, args, outDir, names)
 			}
 			if repro {
-				return reproTable(cmd, args)
+				return reproTable(cmd, args, catalog)
 			}
 			if cmd.Flags().Changed("out") || cmd.Flags().Changed("names") {
 				return &exitError{code: exitUsage, err: errors.New("--out and --names go with --compare (a run's or a store's report is written into it)")}
@@ -106,6 +111,7 @@ run the violation came; it prints the table.`,
 	}
 	cmd.Flags().BoolVar(&compare, "compare", false, "compare the conformance of two stores side by side (exactly two directories)")
 	cmd.Flags().BoolVar(&repro, "repro", false, "the table of a store of upstream bug reproductions (repro.md, repro.json)")
+	cmd.Flags().StringVar(&catalog, "catalog", "", "with --repro: the reproduction catalog to summarize (default repro/catalog.yaml when it exists; \"none\" for the runs' table only)")
 	cmd.Flags().StringVar(&outDir, "out", ".", "with --compare: the directory to write conformance-compare.html and .json into (created if missing)")
 	cmd.Flags().StringSliceVar(&names, "names", nil, "with --compare: the two sides' names, as A,B (default: their runs' targets, else their stores)")
 	return cmd
@@ -165,7 +171,22 @@ func compareStores(cmd *cobra.Command, args []string, outDir string, names []str
 }
 
 // reproTable writes and prints the reproductions table of each store.
-func reproTable(cmd *cobra.Command, stores []string) error {
+func reproTable(cmd *cobra.Command, stores []string, catalog string) error {
+	var cat []report.ReproEntry
+	switch catalog {
+	case "none":
+	case "":
+		if _, err := os.Stat(filepath.Join("repro", "catalog.yaml")); err != nil {
+			break
+		}
+		catalog = filepath.Join("repro", "catalog.yaml")
+		fallthrough
+	default:
+		var err error
+		if cat, err = report.LoadReproCatalog(catalog); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("report --repro --catalog %s: %w", catalog, err)}
+		}
+	}
 	for _, store := range stores {
 		rows, err := report.ReproRows(store)
 		if err != nil {
@@ -175,7 +196,13 @@ func reproTable(cmd *cobra.Command, stores []string) error {
 			return &exitError{code: exitUsage, err: fmt.Errorf("report --repro %s: no reproduction run beneath it (make test-kube-issues)", store)}
 		}
 		md := report.ReproMarkdown(rows)
-		b, err := json.MarshalIndent(rows, "", "  ")
+		if cat != nil {
+			md = report.ReproSummaryMarkdown(cat, rows) + "\n" + md
+		}
+		b, err := json.MarshalIndent(struct {
+			Catalog []report.ReproEntry `json:"catalog,omitempty"`
+			Runs    []report.ReproRow   `json:"runs"`
+		}{cat, rows}, "", "  ")
 		if err != nil {
 			return err
 		}
