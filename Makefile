@@ -131,7 +131,7 @@ define repro_on
 	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "$(1) on $$v: exit $$rc"; exit $$rc; fi; \
 	done
 endef
-REPRO_ISSUES := 59848 138698 128307 129136
+REPRO_ISSUES := 59848 138698 139992 128307 129136
 .PHONY: test-kube-issues $(addprefix test-kube-issue,$(REPRO_ISSUES))
 test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a lagging API server) on each of REPRO_VERSIONS, with the kubelet's list and watch-list
 	$(call repro_on,kubernetes-59848,$(REPRO_VERSIONS),--kubelet-pod-list list)
@@ -140,6 +140,9 @@ test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a laggin
 test-kube-issue138698: build ## kubernetes#138698 (node controller marks heart-beating nodes from a stale Lease cache) on each of REPRO_VERSIONS; on v1.37+ also with the fix's gate off
 	$(call repro_on,kubernetes-138698,$(REPRO_VERSIONS))
 	$(call repro_on,kubernetes-138698-gate-off,$(filter v1.37.% v1.38.% v1.39.%,$(REPRO_VERSIONS)))
+
+test-kube-issue139992: build ## kubernetes#139992 (taint eviction from a stale node cache) on each of REPRO_VERSIONS
+	$(call repro_on,kubernetes-139992,$(REPRO_VERSIONS))
 
 test-kube-issue128307: build ## kubernetes#128307 (preemption's node choice by highest victim priority) on each of REPRO_VERSIONS
 	$(call repro_on,kubernetes-128307,$(REPRO_VERSIONS))

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"github.com/podsafe/podsafe/history"
 )
 
-// NodeHealthChecker names the node-health checker in results.
+// NodeHealthChecker names the node-health checker in results. It judges
+// the node lifecycle controller's marks (here) and the taint eviction
+// controller's evictions (tainteviction.go).
 const NodeHealthChecker = "node-health"
 
 // nodeHealthGuarantees: the node controller acts on a node (LC-4) and its
@@ -31,9 +34,12 @@ const nodeLeaseNamespace = "kube-node-lease"
 const LogNodeMonitorGrace = "node_monitor_grace_period"
 
 // nodeHealthSlack covers the recorder: a store line's time trails its
-// commit by up to this much, and two resources' followers trail by
-// different amounts.
-const nodeHealthSlack = 2 * time.Second
+// commit, and two resources' followers (the nodes', the Leases') trail by
+// different amounts, by seconds on a loaded machine. A mark counts as
+// premature only when the node's last sign of life came less than the
+// grace period less this slack before it: at least 2 s, half the grace
+// period on longer ones.
+func nodeHealthSlack(grace time.Duration) time.Duration { return max(2*time.Second, grace/2) }
 
 // nodeHeartbeat is one committed sign of life of a node: a renewal of its
 // Lease, or a status the kubelet posted with a new heart-beat time.
@@ -91,10 +97,14 @@ func nodeHealthGrace(h *history.History) time.Duration {
 }
 
 // nodeHealthApplies reports whether h holds what the checker judges: the
-// record of the nodes' heart-beat Leases (the kube target keeps it).
+// record of the nodes' heart-beat Leases (the kube target keeps it), or a
+// pod the taint eviction controller marked.
 func nodeHealthApplies(h *history.History) bool {
 	for _, e := range h.Store {
 		if e.Resource == "leases.coordination.k8s.io" && e.Namespace == nodeLeaseNamespace {
+			return true
+		}
+		if e.Resource == "pods" && bytes.Contains(e.Object, []byte(podReasonTaintManager)) {
 			return true
 		}
 	}
@@ -119,14 +129,12 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 	res, ctx, cancel := startCheck(ctx, opts, NodeHealthChecker, nodeHealthGuarantees)
 	defer cancel()
 	grace := nodeHealthGrace(h)
-	if grace == 0 {
-		return res.finish(Unknown, "the history does not state the node controller's grace period")
-	}
 	beats := map[string][]nodeHeartbeat{}
 	firstLease := map[string]int64{}
 	var marks []nodeMark
 	lastReady := map[string]string{} // node -> Ready status
 	lastBeat := map[string]string{}  // node -> Ready's lastHeartbeatTime
+	lastRenew := map[string]time.Time{}
 	decodeErrs := 0
 	for i, e := range h.Store {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -134,10 +142,28 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		}
 		switch {
 		case e.Resource == "leases.coordination.k8s.io" && e.Namespace == nodeLeaseNamespace && e.Type != history.StoreDeleted:
-			if _, ok := firstLease[e.Name]; !ok {
-				firstLease[e.Name] = e.T
+			var l struct {
+				Spec struct {
+					RenewTime string `json:"renewTime"`
+				} `json:"spec"`
 			}
-			beats[e.Name] = append(beats[e.Name], nodeHeartbeat{t: e.T, rv: e.RV, what: "its Lease renewed"})
+			if err := json.Unmarshal(e.Object, &l); err != nil {
+				decodeErrs++
+				continue
+			}
+			renew, _ := time.Parse(time.RFC3339Nano, l.Spec.RenewTime)
+			if _, ok := firstLease[e.Name]; !ok {
+				// The record's first version of the Lease may be its
+				// first list's: it starts the record, it is no renewal.
+				firstLease[e.Name] = e.T
+				lastRenew[e.Name] = renew
+				continue
+			}
+			// As the controller counts it: a renewal moves renewTime on.
+			if renew.After(lastRenew[e.Name]) {
+				beats[e.Name] = append(beats[e.Name], nodeHeartbeat{t: e.T, rv: e.RV, what: "its Lease renewed"})
+				lastRenew[e.Name] = renew
+			}
 		case e.Resource == "nodes" && e.Type != history.StoreDeleted:
 			var n nodeJSON
 			if err := json.Unmarshal(e.Object, &n); err != nil {
@@ -148,7 +174,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 			if status == "Unknown" && reason == nodeReasonStatusUnknown && lastReady[e.Name] != "Unknown" {
 				marks = append(marks, nodeMark{node: e.Name, t: e.T, rv: e.RV})
 			}
-			if hb != "" && hb != lastBeat[e.Name] && status != "Unknown" {
+			if _, known := lastReady[e.Name]; known && hb != "" && hb != lastBeat[e.Name] && status != "Unknown" {
 				beats[e.Name] = append(beats[e.Name], nodeHeartbeat{t: e.T, rv: e.RV, what: "its kubelet posted a status with heart-beat " + hb})
 			}
 			lastReady[e.Name], lastBeat[e.Name] = status, hb
@@ -158,10 +184,14 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		}
 	}
 	var illegal []Evidence
-	judged := 0
+	judged, excusedMarks := 0, 0
 	for _, m := range marks {
 		first, ok := firstLease[m.node]
 		if !ok || first > m.t {
+			continue
+		}
+		if controllerFaulted(h, m.t-int64(grace), m.t) {
+			excusedMarks++
 			continue
 		}
 		res.Stats.Ops++
@@ -178,11 +208,11 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 			continue
 		}
 		quiet := time.Duration(m.t - b.t)
-		if quiet+nodeHealthSlack < grace {
+		if quiet+nodeHealthSlack(grace) < grace {
 			if len(illegal) < opts.maxEvidence() {
 				illegal = append(illegal, Evidence{Key: m.node, At: m.t, Description: fmt.Sprintf(
 					"the node controller declared node %s's health unknown (Ready=Unknown, %s) at %s (resourceVersion %s), %s after %s at %s (resourceVersion %s): under its grace period of %s (slack %s), so it acted on a stale view of a node that was heart-beating",
-					m.node, nodeReasonStatusUnknown, nanos(m.t), m.rv, quiet.Round(time.Millisecond), b.what, nanos(b.t), b.rv, grace, nodeHealthSlack)})
+					m.node, nodeReasonStatusUnknown, nanos(m.t), m.rv, quiet.Round(time.Millisecond), b.what, nanos(b.t), b.rv, grace, nodeHealthSlack(grace))})
 			}
 			res.Stats.Checked++
 			continue
@@ -190,29 +220,61 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		res.Stats.Checked++
 	}
 	res.Stats.Keys = len(firstLease)
+	tIllegal, tN, tJudged, tExcused, tDecode := judgeTaintEvictions(h, opts.maxEvidence())
+	decodeErrs += tDecode
+	res.Stats.Ops += tJudged + tExcused
+	res.Stats.Checked += tJudged
 	res.Figures = []Figure{
 		{Name: "nodes declared unknown by the node controller", Value: float64(len(marks)), Unit: "count"},
 		{Name: "node marks judged", Value: float64(judged), Unit: "count"},
+		{Name: "pods evicted by the taint eviction controller", Value: float64(tJudged + tExcused), Unit: "count"},
+		{Name: "taint evictions judged", Value: float64(tJudged), Unit: "count"},
 	}
-	if len(illegal) > 0 {
-		if nodeHealthLostEvents(h) || decodeErrs > 0 {
-			return res.finish(Unknown, fmt.Sprintf("%s look premature, but store events were lost or did not decode", count(len(illegal), "node mark")))
-		}
-		res.Evidence = illegal
-		return res.finish(Illegal, fmt.Sprintf("the node controller declared a heart-beating node's health unknown: %s", illegal[0].Description))
-	}
+	// The marks' part: only where the record follows the nodes' Leases.
+	var markSummary, markUnknown string
 	renewals := 0
 	for _, bs := range beats {
 		renewals += len(bs)
 	}
-	if len(marks) == 0 {
-		return res.finish(Ok, fmt.Sprintf("the node controller declared no node's health unknown; %s heart-beating through the record (%s: Lease renewals and status heart-beats)",
-			count(len(firstLease), "node"), count(renewals, "heart-beat")))
+	switch {
+	case len(firstLease) == 0:
+		markSummary = "node marks not judged: the record does not follow the nodes' Leases"
+	case grace == 0:
+		markUnknown = "the history does not state the node controller's grace period"
+	case len(marks) == 0:
+		markSummary = fmt.Sprintf("the node controller declared no node's health unknown; %s heart-beating through the record (%s: Lease renewals and status heart-beats)",
+			count(len(firstLease), "node"), count(renewals, "heart-beat"))
+	case judged == 0 && excusedMarks == 0:
+		markUnknown = fmt.Sprintf("no node mark judged: the %s came before the record of the node's Lease began", count(len(marks), "mark"))
+	default:
+		markSummary = fmt.Sprintf("every one of %s by the node controller came at least its grace period (%s, slack %s) after the node's last Lease renewal or heart-beat", count(judged, "node mark"), grace, nodeHealthSlack(grace))
 	}
-	if judged == 0 {
-		return res.finish(Unknown, fmt.Sprintf("no node mark judged: the %s came before the record of the node's Lease began", count(len(marks), "mark")))
+	if excusedMarks > 0 && markUnknown == "" {
+		markSummary += fmt.Sprintf(" (%s not judged: a fault was on the controller-manager or its way to the store)", count(excusedMarks, "mark"))
 	}
-	return res.finish(Ok, fmt.Sprintf("every one of %s by the node controller came at least its grace period (%s, slack %s) after the node's last Lease renewal or heart-beat", count(judged, "node mark"), grace, nodeHealthSlack))
+	taintSummary := "the taint eviction controller evicted no pod"
+	if tJudged+tExcused > 0 {
+		taintSummary = fmt.Sprintf("every one of %s by the taint eviction controller came within %s of a NoExecute taint on the pod's node that the pod does not tolerate for good", count(tJudged, "judged eviction"), taintViewWindow)
+		if tExcused > 0 {
+			taintSummary += fmt.Sprintf(" (%s not judged: a fault stopped or restarted the controller shortly before, or the record of the node does not reach it)", count(tExcused, "eviction"))
+		}
+	}
+	illegal = append(illegal, tIllegal...)
+	if nIllegal := len(illegal) - len(tIllegal) + tN; nIllegal > 0 {
+		if nodeHealthLostEvents(h) || decodeErrs > 0 {
+			return res.finish(Unknown, fmt.Sprintf("%s look premature, but store events were lost or did not decode", count(nIllegal, "node mark or eviction")))
+		}
+		res.Evidence = illegal
+		what := "declared a heart-beating node's health unknown"
+		if len(illegal) == len(tIllegal) {
+			what = "evicted a pod for a taint its node no longer had"
+		}
+		return res.finish(Illegal, fmt.Sprintf("the node controller %s: %s", what, illegal[0].Description))
+	}
+	if markUnknown != "" {
+		return res.finish(Unknown, markUnknown+"; "+taintSummary)
+	}
+	return res.finish(Ok, markSummary+"; "+taintSummary)
 }
 
 // rvAfter reports whether resourceVersion a is after b (both etcd
@@ -227,7 +289,7 @@ func rvAfter(a, b string) bool {
 // store events.
 func nodeHealthLostEvents(h *history.History) bool {
 	for _, l := range h.Logs {
-		if l.Msg == history.LogStoreEventsLost && (l.Attrs["resource"] == "nodes" || l.Attrs["resource"] == "leases.coordination.k8s.io") {
+		if r := l.Attrs["resource"]; l.Msg == history.LogStoreEventsLost && (r == "nodes" || r == "pods" || r == "leases.coordination.k8s.io") {
 			return true
 		}
 	}

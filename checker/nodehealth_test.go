@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -44,7 +45,9 @@ func (b *nodeHist) add(at float64, typ history.StoreEventType, resource, ns, nam
 // renew renews n1's Lease at each of the times.
 func (b *nodeHist) renew(times ...float64) *nodeHist {
 	for _, at := range times {
-		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: nodeLeaseNamespace, Name: "n1"}}
+		renew := metav1.NewMicroTime(time.Unix(1000, 0).Add(time.Duration(at * float64(time.Second))))
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: nodeLeaseNamespace, Name: "n1"},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &renew}}
 		typ := history.StoreModified
 		if b.rv == 0 {
 			typ = history.StoreAdded
@@ -95,6 +98,21 @@ func TestNodeHealth(t *testing.T) {
 			b = mark(b, 31)
 			return b.renew(every(32, 40, 2)...)
 		}, Illegal, []string{"node n1's health unknown", "2s after its Lease renewed at 29s", "under its grace period of 10s"}},
+		// A Lease written again without a later renewTime is no renewal.
+		{"a Lease rewritten without renewing", func() *nodeHist {
+			b := newNodeHist(t, grace).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 19, 2)...)
+			b.renew(19, 19, 19)
+			b.h.Store[len(b.h.Store)-1].T = schedSec(30)
+			return mark(b, 31)
+		}, Ok, []string{"every one of 1 node mark"}},
+		// A pause of the controller-manager in the grace period: it acts
+		// on the view it had when it resumes.
+		{"the controller-manager was paused", func() *nodeHist {
+			b := newNodeHist(t, grace).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 30, 2)...)
+			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "pause-controller", Components: []string{"kube-controller-manager-0"},
+				Start: schedSec(15), End: schedSec(30), Healed: true})
+			return mark(b, 31)
+		}, Ok, []string{"1 mark not judged: a fault was on the controller-manager"}},
 		// The Lease stopped, but the kubelet's status heart-beat came
 		// 3 s before the mark.
 		{"a status heart-beat within the grace", func() *nodeHist {
@@ -111,7 +129,7 @@ func TestNodeHealth(t *testing.T) {
 		// live node alone.
 		{"no mark", func() *nodeHist {
 			return newNodeHist(t, grace).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 30, 2)...)
-		}, Ok, []string{"declared no node's health unknown; 1 node heart-beating through the record (16 heart-beats"}},
+		}, Ok, []string{"declared no node's health unknown; 1 node heart-beating through the record (14 heart-beats"}},
 		{"no grace period stated", func() *nodeHist {
 			b := newNodeHist(t, 0).renew(every(1, 30, 2)...)
 			return mark(b, 31)
@@ -157,3 +175,94 @@ func TestNodeHealth(t *testing.T) {
 		t.Error("applies without node Leases")
 	}
 }
+
+// taints records n1 with the NoExecute taints named (none: untainted).
+func (b *nodeHist) taints(at float64, keys ...string) *nodeHist {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	for _, k := range keys {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Effect: corev1.TaintEffectNoExecute})
+	}
+	b.add(at, history.StoreModified, "nodes", "", "n1", n)
+	return b
+}
+
+// evicted records pod p on n1 marked by the taint eviction controller.
+func (b *nodeHist) evicted(at float64, name string, tols ...corev1.Toleration) *nodeHist {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: "uid-" + types.UID(name)},
+		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: tols}}
+	b.add(at-0.5, history.StoreAdded, "pods", "default", name, p)
+	q := p.DeepCopy()
+	q.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: podReasonTaintManager}}
+	b.add(at, history.StoreModified, "pods", "default", name, q)
+	return b
+}
+
+// TestTaintEviction: an eviction by the taint eviction controller must come
+// while (or just after) the pod's node has a NoExecute taint the pod does
+// not tolerate for good (kubernetes#139992).
+func TestTaintEviction(t *testing.T) {
+	const unreachable = "node.kubernetes.io/unreachable"
+	forever := corev1.Toleration{Key: unreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	for5 := forever
+	for5.TolerationSeconds = ptrInt64(5)
+	tests := []struct {
+		name  string
+		build func() *nodeHist
+		want  Verdict
+		words []string
+	}{
+		{"evicted while tainted", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(11, "a")
+		}, Ok, []string{"every one of 1 judged eviction by the taint eviction controller"}},
+		{"evicted after its toleration ran out", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(15, "a", for5)
+		}, Ok, []string{"every one of 1 judged eviction"}},
+		{"taint removed just before: the controller's view may trail", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(28).evicted(31, "a")
+		}, Ok, []string{"every one of 1 judged eviction"}},
+		{"taint long gone (stale node view)", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(12).evicted(31, "late")
+		}, Illegal, []string{"marked pod default/late", "on node n1", "was gone at 12s, 19s before the mark"}},
+		{"a taint the pod tolerates for good", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(11, "tol", forever)
+		}, Illegal, []string{"never had a NoExecute taint the pod does not tolerate for good"}},
+		{"the controller was paused", func() *nodeHist {
+			b := newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(12).evicted(31, "late")
+			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "pause-controller", Components: []string{"kube-controller-manager-0"},
+				Start: schedSec(5), End: schedSec(25), Healed: true})
+			return b
+		}, Ok, []string{"1 eviction not judged: a fault stopped or restarted the controller"}},
+		{"a frozen watch is no excuse", func() *nodeHist {
+			b := newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(12).evicted(31, "late")
+			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "freeze-watch", Components: []string{"kube-controller-manager-0"},
+				Start: schedSec(5), End: schedSec(40), Healed: true})
+			return b
+		}, Illegal, []string{"marked pod default/late"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.build().h
+			if !nodeHealthApplies(&h) {
+				t.Fatal("the checker does not apply to a history with a taint eviction")
+			}
+			res := CheckNodeHealth(context.Background(), &h, Options{})
+			if res.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s", res.Verdict, tc.want, res.Summary)
+			}
+			text := res.Summary
+			if tc.want == Illegal {
+				if len(res.Evidence) == 0 || res.Evidence[0].At == 0 {
+					t.Fatalf("evidence %+v has no time", res.Evidence)
+				}
+				text = res.Evidence[0].Description
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(text, w) {
+					t.Errorf("%q does not say %q", text, w)
+				}
+			}
+		})
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }

@@ -407,6 +407,9 @@ type preemptWindowView struct {
 	pdbsAtTd   map[string]*schedPDB
 	pdbChanged bool
 	podChanged map[string]bool
+	// lateBound names the pods bound or nominated between the decision
+	// and the batch's end: the scheduler may have counted them already.
+	lateBound map[string]bool
 }
 
 // view walks back from the replay's state (the batch's end) over the
@@ -481,6 +484,12 @@ func (pc *preemptCheck) view(b *preemptBatch) *preemptWindowView {
 			// its calls' answers reach that far.
 			if b.upperRV == 0 || r.rvs[k] <= b.upperRV {
 				late(c.podAfter)
+			}
+			if a, bf := c.podAfter, c.podBefore; a != nil && (bf == nil || a.node != bf.node || a.nominated != bf.nominated) && (a.node != "" || a.nominated != "") {
+				if v.lateBound == nil {
+					v.lateBound = map[string]bool{}
+				}
+				v.lateBound[c.key] = true
 			}
 			schedSetOrDelete(pods, c.key, c.podBefore)
 		case schedNodes:

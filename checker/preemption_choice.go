@@ -126,6 +126,14 @@ func (v *preemptWindowView) quiet(preemptor *schedPod) string {
 		if p.deleting && p.occupies() {
 			return "pod " + p.key + " was terminating"
 		}
+		if p.filtered && (p.occupies() || p.uid == preemptor.uid) {
+			return "pod " + p.key + " uses host ports or claims, which the replay does not model"
+		}
+	}
+	for key := range v.lateBound {
+		if key != preemptor.key {
+			return "pod " + key + " was bound or nominated right after the decision (the scheduler may have held it already)"
+		}
 	}
 	return ""
 }
@@ -149,8 +157,17 @@ func choiceOn(v *preemptWindowView, n *schedNode, p *schedPod) (c *choiceNode, a
 			used.add(q.requests)
 		}
 	}
-	if len(potential) == 0 || !p.requests.fits(used, n.alloc) {
+	if !p.requests.fits(used, n.alloc) {
 		return nil, false
+	}
+	all := used
+	for _, q := range potential {
+		all = addRes(all, q.requests)
+	}
+	if p.requests.fits(all, n.alloc) {
+		// It fits without preemption: the scheduler, which preempted,
+		// saw something the replay does not.
+		return nil, true
 	}
 	slices.SortFunc(potential, func(a, b *schedPod) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), strings.Compare(a.key, b.key))
@@ -167,6 +184,20 @@ func choiceOn(v *preemptWindowView, n *schedNode, p *schedPod) (c *choiceNode, a
 	allowed := make(map[string]int32, len(keys))
 	for _, k := range keys {
 		allowed[k] = v.pdbsAtTd[k].allowed
+	}
+	for _, q := range potential {
+		matched := 0
+		for _, k := range keys {
+			b := v.pdbsAtTd[k]
+			if b.namespace == q.namespace && !b.selector.Empty() && b.selector.Matches(q.labels) && !b.disrupted[q.name] {
+				matched++
+			}
+		}
+		if matched > 1 {
+			// The scheduler's lister returns the budgets in no fixed
+			// order, and the order decides which one a pod uses up.
+			return nil, true
+		}
 	}
 	violating := func(q *schedPod) bool {
 		if len(q.labels) == 0 {
@@ -209,9 +240,6 @@ func choiceOn(v *preemptWindowView, n *schedNode, p *schedPod) (c *choiceNode, a
 	for _, q := range rest {
 		reprieve(q)
 	}
-	if len(c.victims) == 0 {
-		return nil, false
-	}
 	slices.SortStableFunc(c.victims, func(a, b *schedPod) int { return cmp.Compare(b.priority, a.priority) })
 	return c, false
 }
@@ -249,6 +277,9 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 	if p == nil {
 		return nil, why
 	}
+	if at := v.stateAtTd[p.key]; at == nil || at.uid != p.uid || !samePreemptionInput(at, p) || !slices.Equal(at.tolerations, p.tolerations) {
+		return nil, "the preemptor changed in the window"
+	}
 	if why := v.quiet(p); why != "" {
 		return nil, why
 	}
@@ -257,7 +288,7 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 	for _, name := range slices.Sorted(maps.Keys(v.nodeVersions)) {
 		c, ambiguous := choiceOn(v, v.nodeVersions[name][0], p)
 		if ambiguous {
-			return nil, "pods of equal priority on node " + name + " whose order the history does not show"
+			return nil, "node " + name + " is one the replay cannot decide (pods of equal priority in an order the history does not show, a pod two budgets select, or room without preemption)"
 		}
 		if c == nil {
 			continue

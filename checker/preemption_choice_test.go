@@ -23,27 +23,42 @@ type choiceCase struct {
 	victims              []string // names of the pods the scheduler deletes
 	// churn, when set, changes "high"'s labels at 9 s: inside the window.
 	churn bool
+	// hostPort gives "high" a host port; twoBudgets adds a second budget
+	// selecting "low"; lateBind binds another pod to n2 right after the
+	// decision.
+	hostPort, twoBudgets, lateBind bool
 }
 
 func (c choiceCase) history(t *testing.T) *history.History {
 	b := newSchedHist(t)
 	b.node(0, smallNode("n1"))
 	b.node(0, smallNode("n2"))
+	high := prioPod("high", 1000, c.highCPU)
+	if c.hostPort {
+		high.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+	}
 	pods := map[string]*corev1.Pod{
-		"high": onNode(prioPod("high", 1000, c.highCPU), "n1"),
+		"high": onNode(high, "n1"),
 		"low":  onNode(prioPod("low", 0, c.lowCPU), "n1"),
 		"mid":  onNode(prioPod("mid", 100, "1"), "n2"),
 	}
 	for _, name := range []string{"high", "low", "mid"} {
 		b.pod(1, pods[name])
 	}
-	for _, name := range []string{"low", "mid"} {
+	budgets := []string{"low", "mid"}
+	if c.twoBudgets {
+		budgets = append(budgets, "low")
+	}
+	for i, name := range budgets {
 		pdb := &policyv1.PodDisruptionBudget{
 			TypeMeta:   metav1.TypeMeta{Kind: "PodDisruptionBudget", APIVersion: "policy/v1"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: prioNS, Name: "pdb-" + name},
 			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(intstr.FromInt32(1)),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1},
+		}
+		if i > 1 {
+			pdb.Name += "-again"
 		}
 		b.store(1.5, history.StoreAdded, "poddisruptionbudgets.policy", prioNS, pdb.Name, pdb)
 	}
@@ -60,6 +75,11 @@ func (c choiceCase) history(t *testing.T) *history.History {
 		v := pods[name]
 		node = v.Spec.NodeName
 		b.preempted(10.9+0.03*float64(i), v)
+	}
+	if c.lateBind {
+		late := prioPod("late", 0, "100m")
+		b.pod(5, late)
+		b.pod(10.95, onNode(late, "n2"))
 	}
 	b.call(11.03, identityScheduler, "create", "events", "", p.Namespace, p.Name+".2b", history.StatusOK, "")
 	b.call(11.04, identityScheduler, "patch", "pods", "status", p.Namespace, p.Name, history.StatusOK, string(p.UID))
@@ -102,6 +122,12 @@ func TestPreemptionNodeChoice(t *testing.T) {
 		// kept): the checker does not trust its replay and leaves it.
 		{"victims the rules do not give", choiceCase{cpu: "500m", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}}, Ok,
 			[]string{"node choice judged for 0 preemptions", "not the ones the rules give"}},
+		{"a victim with a host port", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, hostPort: true}, Ok,
+			[]string{"node choice judged for 0 preemptions", "uses host ports or claims"}},
+		{"a pod two budgets select", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, twoBudgets: true}, Ok,
+			[]string{"node choice judged for 0 preemptions", "cannot decide"}},
+		{"another pod bound right after the decision", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, lateBind: true}, Ok,
+			[]string{"node choice judged for 0 preemptions", "pod prio/late was bound or nominated right after the decision"}},
 		// A change inside the window: the state is not pinned.
 		{"unquiet window", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, churn: true}, Ok,
 			[]string{"node choice judged for 0 preemptions", "pod prio/high changed in the window"}},

@@ -156,6 +156,10 @@ type schedPod struct {
 	affinity            *corev1.Affinity
 	tolerations         []corev1.Toleration
 	hasPodAffinityTerms bool
+	// filtered: the pod uses what the scheduler filters on beyond
+	// resources, taints and node affinity (host ports, persistent or
+	// ephemeral volume claims, resource claims).
+	filtered bool
 }
 
 // terminal reports a pod that finished: it holds nothing on its node.
@@ -547,12 +551,20 @@ type schedPodSpecJSON struct {
 	InitContainers            []schedContainerJSON              `json:"initContainers"`
 	Overhead                  corev1.ResourceList               `json:"overhead"`
 	Resources                 *corev1.ResourceRequirements      `json:"resources"`
+	Volumes                   []struct {
+		PersistentVolumeClaim *struct{} `json:"persistentVolumeClaim"`
+		Ephemeral             *struct{} `json:"ephemeral"`
+	} `json:"volumes"`
+	ResourceClaims []struct{} `json:"resourceClaims"`
 }
 
 type schedContainerJSON struct {
 	Resources struct {
 		Requests corev1.ResourceList `json:"requests"`
 	} `json:"resources"`
+	Ports []struct {
+		HostPort int32 `json:"hostPort"`
+	} `json:"ports"`
 	// RestartPolicy Always on an init container makes it a sidecar.
 	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
 }
@@ -601,6 +613,21 @@ func decodeSchedPod(raw []byte) (*schedPod, error) {
 		p.hasPodAffinityTerms = true
 	}
 	p.requests = schedRequests(sp)
+	p.filtered = len(sp.ResourceClaims) > 0
+	for _, v := range sp.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			p.filtered = true
+		}
+	}
+	for _, cs := range [][]schedContainerJSON{sp.Containers, sp.InitContainers} {
+		for _, c := range cs {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					p.filtered = true
+				}
+			}
+		}
+	}
 	return p, nil
 }
 

@@ -39,6 +39,8 @@ type Step struct {
 	//	              without a namespace in Namespace), as kubectl create -f does
 	//	freeze-watch  freeze the watches of Resource (plural: "leases") by Component ("kube-controller-manager-0",
 	//	              which must run behind a watch front: kube.watchFronts); heal ends it
+	//	patch         merge-patch Object ("TYPE/NAME", in Namespace when namespaced) with Patch (JSON or YAML), as
+	//	              kubectl patch --type merge does
 	//	wait          wait until Object ("TYPE/NAME", in Namespace when namespaced) meets Until: "delete",
 	//	              "condition=TYPE[=STATUS]" or "jsonpath={.path}=value", as kubectl wait --for does
 	Do         string   `json:"do"`
@@ -54,12 +56,13 @@ type Step struct {
 	Manifest   string   `json:"manifest,omitempty"`
 	Object     string   `json:"object,omitempty"`
 	Until      string   `json:"until,omitempty"`
+	Patch      string   `json:"patch,omitempty"`
 	Component  string   `json:"component,omitempty"`
 	Resource   string   `json:"resource,omitempty"`
 }
 
 // stepActions are the Step.Do values.
-var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep", "create", "wait", "freeze-watch"}
+var stepActions = []string{"statefulset", "wait-running", "cordon", "uncordon", "force-delete", "power-off", "power-on", "cut-api-store", "heal", "sleep", "create", "wait", "patch", "freeze-watch"}
 
 // ErrInvalidStep: a scripted run's step is malformed.
 var ErrInvalidStep = errors.New("invalid step")
@@ -100,6 +103,13 @@ func (s Step) validate(i int) error {
 		}
 		if _, err := parseWaitCondition(s.Until); err != nil {
 			return bad("%v", err)
+		}
+	case "patch":
+		if _, _, err := splitObjectRef(s.Object); err != nil {
+			return bad("%v", err)
+		}
+		if _, err := patchJSON(s.Patch); err != nil {
+			return bad("patch: %v", err)
 		}
 	case "freeze-watch":
 		if s.Component == "" || s.Resource == "" {
@@ -216,6 +226,8 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 		return nil
 	case "create":
 		return r.create(ctx, s)
+	case "patch":
+		return r.patch(ctx, s)
 	case "freeze-watch":
 		wf, ok := r.t.(target.WatchFreezer)
 		if !ok {

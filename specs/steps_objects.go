@@ -3,6 +3,7 @@ package specs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -205,42 +207,96 @@ func (r *stepRunner) create(ctx context.Context, s Step) error {
 	return nil
 }
 
-// wait polls the step's object until its condition holds.
-func (r *stepRunner) wait(ctx context.Context, s Step) error {
+// patchJSON reads a patch step's merge patch, JSON or YAML, as JSON.
+func patchJSON(patch string) ([]byte, error) {
+	if strings.TrimSpace(patch) == "" {
+		return nil, errors.New("empty")
+	}
+	var obj map[string]any
+	if err := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(patch), 4096).Decode(&obj); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
+}
+
+// resourceOf resolves a step's object, TYPE/NAME, to the client of its
+// resource (in the step's namespace when namespaced) and its name.
+func (r *stepRunner) resourceOf(s Step) (dynamic.ResourceInterface, string, error) {
 	typ, name, err := splitObjectRef(s.Object)
 	if err != nil {
-		return err
-	}
-	cond, err := parseWaitCondition(s.Until)
-	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if err := r.objects.init(); err != nil {
-		return err
+		return nil, "", err
 	}
 	gvr, err := r.objects.mapper.ResourceFor(schema.ParseGroupResource(typ).WithVersion(""))
 	if err != nil {
-		return fmt.Errorf("object type %q: %w", typ, err)
+		return nil, "", fmt.Errorf("object type %q: %w", typ, err)
 	}
 	kind, err := r.objects.mapper.KindFor(gvr)
 	if err != nil {
-		return fmt.Errorf("object type %q: %w", typ, err)
+		return nil, "", fmt.Errorf("object type %q: %w", typ, err)
 	}
 	m, err := r.objects.mapping(kind)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	var ri dynamic.ResourceInterface = r.objects.client.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ri = r.objects.client.Resource(m.Resource).Namespace(r.ns(s))
 	}
+	return ri, name, nil
+}
+
+// patch merge-patches the step's object.
+func (r *stepRunner) patch(ctx context.Context, s Step) error {
+	body, err := patchJSON(s.Patch)
+	if err != nil {
+		return fmt.Errorf("patch: %w", err)
+	}
+	ri, name, err := r.resourceOf(s)
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patching %s: %w", s.Object, err)
+	}
+	return nil
+}
+
+// wait polls the step's object until its condition holds.
+func (r *stepRunner) wait(ctx context.Context, s Step) error {
+	cond, err := parseWaitCondition(s.Until)
+	if err != nil {
+		return err
+	}
+	ri, name, err := r.resourceOf(s)
+	if err != nil {
+		return err
+	}
+	// until delete waits for the object there at the first look to go, as
+	// kubectl wait --for=delete does: one of the same name made after is
+	// another object.
+	var uid types.UID
+	first := true
 	return r.poll(ctx, s, func() (bool, error) {
 		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			obj, err = nil, nil
-		}
-		if err != nil {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err):
+			return false, fmt.Errorf("reading %s: %w", s.Object, err)
+		case err != nil:
 			return false, nil // the API may be cut off for a while
+		}
+		if first {
+			first = false
+			if obj != nil {
+				uid = obj.GetUID()
+			}
+		}
+		if cond.gone && obj != nil && uid != "" && obj.GetUID() != uid {
+			obj = nil
 		}
 		return cond.holds(obj)
 	})

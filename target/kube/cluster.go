@@ -329,7 +329,14 @@ func (c *Cluster) addHost(ctx context.Context, name string, role target.Role, me
 // startProc starts a control-plane process on its host.
 func (c *Cluster) startProc(name, path string, args []string) error {
 	if base := strings.TrimRight(name, "0123456789"); strings.HasSuffix(base, "-") {
-		args = append(slices.Clone(args), c.cfg.ExtraArgs[strings.TrimSuffix(base, "-")]...)
+		extra := c.cfg.ExtraArgs[strings.TrimSuffix(base, "-")]
+		for _, a := range extra {
+			flag, _, _ := strings.Cut(a, "=")
+			if slices.ContainsFunc(args, func(o string) bool { return o == flag || strings.HasPrefix(o, flag+"=") }) {
+				return fmt.Errorf("%w: extra arg %s of %s: podsafe sets %s itself (its timings and layout; set those in the scenario)", ErrInvalidConfig, a, name, flag)
+			}
+		}
+		args = append(slices.Clone(args), extra...)
 	}
 	p := &proc{
 		name: name, host: name, path: path, args: args,

@@ -41,9 +41,20 @@ type watchFront struct {
 	ln      net.Listener
 	srv     *http.Server
 
+	transport *http.Transport
+
 	mu     sync.Mutex
-	frozen map[string]chan struct{} // resource -> closed when the freeze ends
+	frozen map[string]*freeze // by resource
 }
+
+// freeze is one freeze of a resource's watches; done is closed when it
+// ends, once.
+type freeze struct {
+	done chan struct{}
+	once sync.Once
+}
+
+func (z *freeze) end() { z.once.Do(func() { close(z.done) }) }
 
 // startWatchFront serves the front of process name on addr (port
 // APIServerPort) with the API servers' serving certificate, passing
@@ -60,19 +71,20 @@ func startWatchFront(name string, addr netip.Addr, backend string, p *pki, local
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.CAPEM)
-	f := &watchFront{name: name, addr: addr, backend: u, log: log, frozen: map[string]chan struct{}{}}
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+	f := &watchFront{name: name, addr: addr, backend: u, log: log, frozen: map[string]*freeze{},
+		transport: &http.Transport{
+			DialContext:       dialer.DialContext,
+			TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2: true,
+			IdleConnTimeout:   90 * time.Second,
+		}}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = u.Host
 		},
-		Transport: &http.Transport{
-			DialContext:       dialer.DialContext,
-			TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2: true,
-			IdleConnTimeout:   90 * time.Second,
-		},
+		Transport: f.transport,
 		// Watches stream: pass each event on at once.
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
@@ -114,18 +126,17 @@ func (f *watchFront) freeze(resource string) (release func(), err error) {
 	if _, ok := f.frozen[resource]; ok {
 		return nil, fmt.Errorf("the watches of %s through the front of %s are frozen already", resource, f.name)
 	}
-	ch := make(chan struct{})
-	f.frozen[resource] = ch
+	z := &freeze{done: make(chan struct{})}
+	f.frozen[resource] = z
 	f.log.Info("front: watches frozen", "front", f.name, "resource", resource)
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			f.mu.Lock()
+		f.mu.Lock()
+		if f.frozen[resource] == z {
 			delete(f.frozen, resource)
-			f.mu.Unlock()
-			close(ch)
-			f.log.Info("front: watches released", "front", f.name, "resource", resource)
-		})
+		}
+		f.mu.Unlock()
+		z.end()
+		f.log.Info("front: watches released", "front", f.name, "resource", resource)
 	}, nil
 }
 
@@ -134,13 +145,16 @@ func (f *watchFront) freeze(resource string) (release func(), err error) {
 func (f *watchFront) gate(resource string) chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.frozen[resource]
+	if z := f.frozen[resource]; z != nil {
+		return z.done
+	}
+	return nil
 }
 
 func (f *watchFront) close() {
 	f.mu.Lock()
-	for res, ch := range f.frozen {
-		close(ch)
+	for res, z := range f.frozen {
+		z.end()
 		delete(f.frozen, res)
 	}
 	f.mu.Unlock()
@@ -149,6 +163,7 @@ func (f *watchFront) close() {
 	if err := f.srv.Shutdown(ctx); err != nil {
 		f.srv.Close()
 	}
+	f.transport.CloseIdleConnections()
 }
 
 // gatedBody is a watch stream that holds what it read while its resource
@@ -158,12 +173,15 @@ type gatedBody struct {
 	f        *watchFront
 	resource string
 	ctx      context.Context // the request's: ends when its client goes
+	init     sync.Once
 	closed   chan struct{}
-	once     sync.Once
+	closing  sync.Once
 }
 
+func (g *gatedBody) setup() { g.init.Do(func() { g.closed = make(chan struct{}) }) }
+
 func (g *gatedBody) Read(p []byte) (int, error) {
-	g.once.Do(func() { g.closed = make(chan struct{}) })
+	g.setup()
 	n, err := g.body.Read(p)
 	if ch := g.f.gate(g.resource); ch != nil {
 		select {
@@ -178,12 +196,8 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 }
 
 func (g *gatedBody) Close() error {
-	g.once.Do(func() { g.closed = make(chan struct{}) })
-	select {
-	case <-g.closed:
-	default:
-		close(g.closed)
-	}
+	g.setup()
+	g.closing.Do(func() { close(g.closed) })
 	return g.body.Close()
 }
 
@@ -195,10 +209,6 @@ func watchedResource(r *http.Request) string {
 		return ""
 	}
 	q := r.URL.Query()
-	legacy := strings.Contains(r.URL.Path, "/watch/")
-	if !legacy && q.Get("watch") != "true" && q.Get("watch") != "1" {
-		return ""
-	}
 	parts := strings.Split(strings.Trim(path.Clean(r.URL.Path), "/"), "/")
 	// /api/v1/[watch/][namespaces/NS/]RESOURCE[/NAME] and
 	// /apis/GROUP/VERSION/[watch/][namespaces/NS/]RESOURCE[/NAME].
@@ -206,8 +216,12 @@ func watchedResource(r *http.Request) string {
 	if len(parts) > 0 && parts[0] == "apis" {
 		i = 3
 	}
-	if i < len(parts) && parts[i] == "watch" {
+	legacy := i < len(parts) && parts[i] == "watch"
+	if legacy {
 		i++
+	}
+	if !legacy && q.Get("watch") != "true" && q.Get("watch") != "1" {
+		return ""
 	}
 	if i+1 < len(parts) && parts[i] == "namespaces" && i+2 < len(parts) {
 		i += 2

@@ -24,6 +24,8 @@ func TestWatchedResource(t *testing.T) {
 		{"/api/v1/pods", ""},
 		{"/apis/coordination.k8s.io/v1/leases?watch=false", ""},
 		{"/api/v1/namespaces/default/pods/p?watch=true", "pods"},
+		{"/api/v1/namespaces/watch/pods", ""},
+		{"/api/v1/namespaces/watch/pods?watch=true", "pods"},
 	} {
 		r, err := http.NewRequest("GET", "https://x"+tc.url, nil)
 		if err != nil {
@@ -138,4 +140,14 @@ func TestWatchFrontFreeze(t *testing.T) {
 	expect(leases, "leases 3")
 	streams["leases"] <- 4
 	expect(leases, "leases 4")
+	release() // a second release is harmless
+
+	// A freeze still on when the front closes ends with it, and its
+	// release after is harmless too.
+	release, err = f.freeze("pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.close()
+	release()
 }
