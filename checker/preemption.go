@@ -653,12 +653,7 @@ func (pc *preemptCheck) judgeNode(b *preemptBatch, v *preemptWindowView, node st
 	}
 	sort.Slice(cands, func(a, c int) bool { return cands[a].pod.key < cands[c].pod.key })
 	ev := func(rule, why string) *Evidence {
-		var calls []history.APICall
-		var vs []string
-		for _, vic := range victims {
-			calls = append(calls, vic.call)
-			vs = append(vs, vic.pod.ref())
-		}
+		calls, vs := victimCalls(victims)
 		calls = append(calls, b.marks...)
 		calls = append(calls, b.patches...)
 		return &Evidence{Key: victims[0].pod.key, API: calls,
@@ -748,6 +743,17 @@ func (pc *preemptCheck) judgeNode(b *preemptBatch, v *preemptWindowView, node st
 		fitWhy = append(fitWhy, fmt.Sprintf("%s fit on node %s without preemption", pp.pod.key, m))
 	}
 	return ev("PR-4", fmt.Sprintf("every candidate preemptor fit elsewhere in every state of the window: %s", strings.Join(fitWhy, "; ")))
+}
+
+// victimCalls returns the victims' deletions and their descriptions.
+func victimCalls(victims []preemptVictim) ([]history.APICall, []string) {
+	calls := make([]history.APICall, 0, len(victims))
+	refs := make([]string, 0, len(victims))
+	for _, vic := range victims {
+		calls = append(calls, vic.call)
+		refs = append(refs, vic.pod.ref())
+	}
+	return calls, refs
 }
 
 // fitsAfterRemoval reports whether some state of the window and some

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podsafe/podsafe/history"
 )
 
 // The node choice of a preemption (PR-7, PR-11), as kube-scheduler's
@@ -314,12 +312,7 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 		return nil, "the scheduler's victims on node " + node + " are not the ones the rules give there"
 	}
 	ev := func(rule, why string) *Evidence {
-		var calls []history.APICall
-		var vs []string
-		for _, vic := range victims {
-			calls = append(calls, vic.call)
-			vs = append(vs, vic.pod.ref())
-		}
+		calls, vs := victimCalls(victims)
 		return &Evidence{Key: victims[0].pod.key, At: b.td, API: append(calls, b.patches...),
 			Description: fmt.Sprintf("%s: to place %s the scheduler deleted %s on node %s at %s; %s", rule, p.ref(),
 				strings.Join(vs, ", "), node, nanos(b.td), why)}

@@ -213,16 +213,8 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 		if err != nil {
 			return err
 		}
-		r.ids++
-		ev := history.NemesisEvent{ID: r.ids, Name: "api-store", Description: fmt.Sprintf("step: cut API server %d from the store", s.APIServer),
-			Phase: history.PhaseStart, Links: links, Params: map[string]string{"member": strconv.Itoa(s.APIServer)}}
-		r.rec.Nemesis(ev)
-		r.heals = append(r.heals, func() error {
-			err := heal()
-			ev.Phase = history.PhaseEnd
-			r.rec.Nemesis(ev)
-			return err
-		})
+		r.fault(history.NemesisEvent{Name: "api-store", Description: fmt.Sprintf("step: cut API server %d from the store", s.APIServer),
+			Links: links, Params: map[string]string{"member": strconv.Itoa(s.APIServer)}}, heal)
 		return nil
 	case "create":
 		return r.create(ctx, s)
@@ -237,16 +229,8 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 		if err != nil {
 			return err
 		}
-		r.ids++
-		ev := history.NemesisEvent{ID: r.ids, Name: "freeze-watch", Description: fmt.Sprintf("step: freeze %s's watches of %s", s.Component, s.Resource),
-			Phase: history.PhaseStart, Components: []string{s.Component}, Params: map[string]string{"component": s.Component, "resource": s.Resource}}
-		r.rec.Nemesis(ev)
-		r.heals = append(r.heals, func() error {
-			err := heal()
-			ev.Phase = history.PhaseEnd
-			r.rec.Nemesis(ev)
-			return err
-		})
+		r.fault(history.NemesisEvent{Name: "freeze-watch", Description: fmt.Sprintf("step: freeze %s's watches of %s", s.Component, s.Resource),
+			Components: []string{s.Component}, Params: map[string]string{"component": s.Component, "resource": s.Resource}}, heal)
 		return nil
 	case "wait":
 		return r.wait(ctx, s)
@@ -261,6 +245,20 @@ func (r *stepRunner) run(ctx context.Context, s Step) error {
 		}
 	}
 	return fmt.Errorf("%w: do %q", ErrInvalidStep, s.Do)
+}
+
+// fault records the start of a fault a step put in place and keeps its
+// heal, which records its end.
+func (r *stepRunner) fault(ev history.NemesisEvent, heal func() error) {
+	r.ids++
+	ev.ID, ev.Phase = r.ids, history.PhaseStart
+	r.rec.Nemesis(ev)
+	r.heals = append(r.heals, func() error {
+		err := heal()
+		ev.Phase = history.PhaseEnd
+		r.rec.Nemesis(ev)
+		return err
+	})
 }
 
 // heal ends every cut still in place, in reverse order.
