@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -102,7 +103,7 @@ func ReproSummaryMarkdown(cat []ReproEntry, rows []ReproRow) string {
 		var verdicts []string
 		for _, s := range e.Scenarios {
 			var per []string
-			for _, v := range s.Versions {
+			for _, v := range scenarioVersions(s, rows) {
 				per = append(per, v+": "+scenarioVerdict(rows, s.Name, v))
 			}
 			line := "`" + s.Name + "`: " + strings.Join(per, "; ")
@@ -160,4 +161,37 @@ func scenarioVerdict(rows []ReproRow, scenario, version string) string {
 		out = append(out, v)
 	}
 	return strings.Join(out, ", ")
+}
+
+// scenarioVersions are the releases the catalog names for s and those its
+// runs were made on, in release order.
+func scenarioVersions(s ReproScenario, rows []ReproRow) []string {
+	vs := slices.Clone(s.Versions)
+	for _, r := range rows {
+		if r.Scenario == s.Name && r.Kubernetes != "" && !slices.Contains(vs, r.Kubernetes) {
+			vs = append(vs, r.Kubernetes)
+		}
+	}
+	slices.SortFunc(vs, compareReleases)
+	return vs
+}
+
+// compareReleases orders "v1.34.4" before "v1.37.2" and "v1.34.10" after
+// "v1.34.4".
+func compareReleases(a, b string) int {
+	pa, pb := strings.Split(strings.TrimPrefix(a, "v"), "."), strings.Split(strings.TrimPrefix(b, "v"), ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, errX := strconv.Atoi(pa[i])
+		y, errY := strconv.Atoi(pb[i])
+		if errX != nil || errY != nil {
+			if c := strings.Compare(pa[i], pb[i]); c != 0 {
+				return c
+			}
+			continue
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return len(pa) - len(pb)
 }

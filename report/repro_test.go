@@ -123,10 +123,11 @@ func TestReproCatalog(t *testing.T) {
 		{Issue: "kubernetes/kubernetes#138698", Scenario: "kubernetes-138698", Kubernetes: "v1.34.4", PodList: "list", Verdict: checker.Illegal,
 			Reproduced: true, Checker: "node-health", Detected: 26700 * time.Millisecond},
 		{Issue: "kubernetes/kubernetes#138698", Scenario: "kubernetes-138698", Kubernetes: "v1.37.2", PodList: "watch-list", Verdict: checker.Ok},
+		{Issue: "kubernetes/kubernetes#138698", Scenario: "kubernetes-138698", Kubernetes: "v1.36.10", PodList: "watch-list", Verdict: checker.Unknown},
 	}
 	md := ReproSummaryMarkdown(cat, rows)
 	for _, want := range []string{
-		"`kubernetes-138698`: v1.34.4: **reproduced** (node-health Illegal, after 26.7s); v1.37.2: valid",
+		"`kubernetes-138698`: v1.34.4: **reproduced** (node-health Illegal, after 26.7s); v1.36.10: not reproduced (Unknown); v1.37.2: valid",
 		"`kubernetes-138698-gate-off`: v1.37.2: not run",
 		"not reproducible here: no affected release is served",
 	} {
