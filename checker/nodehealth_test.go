@@ -215,8 +215,20 @@ func TestTaintEviction(t *testing.T) {
 			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(11, "a")
 		}, Ok, []string{"every one of 1 judged eviction by the taint eviction controller"}},
 		{"evicted after its toleration ran out", func() *nodeHist {
-			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(15, "a", for5)
+			b := newNodeHist(t, 0).taints(1).evicted(3, "a", for5)
+			b.h.Store = b.h.Store[:len(b.h.Store)-1] // bound at 2.5, not yet marked
+			return b.taints(10, unreachable).evicted(15.2, "a", for5)
 		}, Ok, []string{"every one of 1 judged eviction"}},
+		// kubernetes' tolerationSeconds counts from when the node got the
+		// taint (or the pod came, if later).
+		{"evicted before its toleration ran out", func() *nodeHist {
+			b := newNodeHist(t, 0).taints(1).evicted(3, "a", for5)
+			b.h.Store = b.h.Store[:len(b.h.Store)-1]
+			return b.taints(10, unreachable).evicted(11, "a", for5)
+		}, Illegal, []string{"too early: the pod tolerates the node's NoExecute taints for 5s and the controller acted 1s after the node got them at 10s"}},
+		{"a pod bound to an already tainted node", func() *nodeHist {
+			return newNodeHist(t, 0).taints(1).taints(10, unreachable).evicted(21, "b", for5)
+		}, Illegal, []string{"acted 500ms after the pod was bound there at 20.5s"}},
 		{"taint removed just before: the controller's view may trail", func() *nodeHist {
 			return newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(28).evicted(31, "a")
 		}, Ok, []string{"every one of 1 judged eviction"}},

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -71,6 +72,8 @@ type taintEviction struct {
 	t    int64
 	rv   string
 	node string
+	// bound is when the record first showed the pod on its node.
+	bound int64
 }
 
 // taintEvictions collects the marks and every node's NoExecute taints
@@ -79,6 +82,7 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 	nodes = map[string][]taintNodeState{}
 	marked := map[string]bool{} // pod UIDs already marked
 	seen := map[string]bool{}   // pod UIDs recorded before
+	bound := map[string]int64{} // pod key -> when first recorded on a node
 	for _, e := range h.Store {
 		switch e.Resource {
 		case "nodes":
@@ -101,13 +105,16 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 			}
 			nodes[e.Name] = append(nodes[e.Name], taintNodeState{t: e.T, taints: noExec})
 		case "pods":
+			key := e.Namespace + "/" + e.Name
 			if e.Type == history.StoreDeleted {
+				delete(bound, key)
 				continue
 			}
-			if !strings.Contains(string(e.Object), podReasonTaintManager) {
-				if e.Type == history.StoreAdded || !seen[e.Name] {
-					seen[e.Namespace+"/"+e.Name] = true
-				}
+			if _, ok := bound[key]; !ok && bytes.Contains(e.Object, []byte(`"nodeName":"`)) {
+				bound[key] = e.T
+			}
+			if !bytes.Contains(e.Object, []byte(podReasonTaintManager)) {
+				seen[key] = true
 				continue
 			}
 			var p taintPod
@@ -115,7 +122,6 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 				decodeErrs++
 				continue
 			}
-			key := e.Namespace + "/" + e.Name
 			first := !seen[key]
 			seen[key] = true
 			// A pod first recorded already marked (the record's first
@@ -124,7 +130,11 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 				continue
 			}
 			marked[p.Metadata.UID] = true
-			evictions = append(evictions, taintEviction{pod: p, t: e.T, rv: e.RV, node: p.Spec.NodeName})
+			b, ok := bound[key]
+			if !ok {
+				b = -1
+			}
+			evictions = append(evictions, taintEviction{pod: p, t: e.T, rv: e.RV, node: p.Spec.NodeName, bound: b})
 		}
 	}
 	return evictions, nodes, decodeErrs
@@ -133,15 +143,29 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 // evicts reports whether a NoExecute taint can make the controller evict
 // the pod: it does not tolerate it, or only for a while.
 func (p *taintPod) evictedBy(t *corev1.Taint) bool {
-	// The first toleration that matches decides, as upstream's
-	// GetMatchingTolerations takes it.
+	_, evicted := p.tolerates(t)
+	return evicted
+}
+
+// tolerates returns how long the pod tolerates a NoExecute taint (0 when
+// not at all) and whether the taint evicts it at all: the first toleration
+// that matches decides, as upstream's GetMatchingTolerations takes it.
+func (p *taintPod) tolerates(t *corev1.Taint) (time.Duration, bool) {
 	for i := range p.Spec.Tolerations {
 		if tol := &p.Spec.Tolerations[i]; tol.ToleratesTaint(klog.Background(), t, false) {
-			return tol.TolerationSeconds != nil
+			if tol.TolerationSeconds == nil {
+				return 0, false
+			}
+			return time.Duration(max(0, *tol.TolerationSeconds)) * time.Second, true
 		}
 	}
-	return true
+	return 0, true
 }
+
+// taintEarlySlack: an eviction counts as early only when it came more than
+// this much before the pod's toleration ran out (the recorder's slack on
+// the taint's and the mark's records).
+const taintEarlySlack = 2 * time.Second
 
 // controllerFaulted reports whether a fault was on the controller-manager
 // or its way to the store in [from, t] (or healed less than the recovery
@@ -178,6 +202,13 @@ func controllerFaulted(h *history.History, from, t int64) bool {
 // window explains, and how many it judged and left.
 func judgeTaintEvictions(h *history.History, maxEvidence int) (illegal []Evidence, nIllegal, judged, excused, decodeErrs int) {
 	evictions, nodes, decodeErrs := taintEvictions(h)
+	// What the record's first list holds was there before it began: when
+	// it came is not known.
+	recordStart := int64(1<<63 - 1)
+	for _, e := range h.Store {
+		recordStart = min(recordStart, e.T)
+	}
+	recordStart += int64(time.Second)
 	for _, ev := range evictions {
 		if controllerFaulted(h, ev.t, ev.t) {
 			excused++
@@ -187,6 +218,10 @@ func judgeTaintEvictions(h *history.History, maxEvidence int) (illegal []Evidenc
 		from := ev.t - int64(taintViewWindow)
 		justified, seen := false, false
 		var lastTaint int64 = -1
+		// The episode of evicting taints the mark falls in: since when the
+		// node had one without a break, and the shortest time the pod
+		// tolerated any of them.
+		episode, tolerated := int64(-1), time.Duration(1<<63-1)
 		for i, s := range states {
 			// The state in force at the window's start, and every later
 			// one up to the mark.
@@ -197,13 +232,22 @@ func judgeTaintEvictions(h *history.History, maxEvidence int) (illegal []Evidenc
 			if s.t > ev.t {
 				break
 			}
+			evicting := false
 			for k := range s.taints {
-				if ev.pod.evictedBy(&s.taints[k]) {
+				if d, ok := ev.pod.tolerates(&s.taints[k]); ok {
+					evicting = true
 					lastTaint = min(next, ev.t)
 					if next >= from {
 						justified = true
 					}
+					if episode < 0 {
+						episode = s.t
+					}
+					tolerated = min(tolerated, d)
 				}
+			}
+			if !evicting {
+				episode, tolerated = -1, time.Duration(1<<63-1)
 			}
 			if next >= from {
 				seen = true
@@ -214,14 +258,29 @@ func judgeTaintEvictions(h *history.History, maxEvidence int) (illegal []Evidenc
 			continue
 		}
 		judged++
+		var why string
 		if justified {
-			continue
+			// Not before the pod's toleration ran out, counted from when
+			// the node got the taint or the pod came, whichever is later.
+			start := max(episode, ev.bound)
+			if episode <= recordStart || ev.bound <= recordStart || tolerated <= taintEarlySlack || time.Duration(ev.t-start)+taintEarlySlack >= tolerated {
+				continue
+			}
+			why = fmt.Sprintf("the pod tolerates the node's NoExecute taints for %s and the controller acted %s after %s at %s",
+				tolerated, time.Duration(ev.t-start).Round(time.Millisecond),
+				map[bool]string{true: "the node got them", false: "the pod was bound there"}[start == episode], nanos(start))
 		}
 		nIllegal++
 		if len(illegal) >= maxEvidence {
 			continue
 		}
-		why := "the node never had a NoExecute taint the pod does not tolerate for good in the record"
+		if why != "" {
+			illegal = append(illegal, Evidence{Key: ev.pod.Metadata.Namespace + "/" + ev.pod.Metadata.Name, At: ev.t, Description: fmt.Sprintf(
+				"the taint eviction controller marked pod %s/%s (uid %s) on node %s for deletion (%s) at %s (resourceVersion %s), too early: %s",
+				ev.pod.Metadata.Namespace, ev.pod.Metadata.Name, ev.pod.Metadata.UID, ev.node, podReasonTaintManager, nanos(ev.t), ev.rv, why)})
+			continue
+		}
+		why = "the node never had a NoExecute taint the pod does not tolerate for good in the record"
 		if lastTaint >= 0 {
 			why = fmt.Sprintf("its last NoExecute taint the pod does not tolerate for good was gone at %s, %s before the mark (a healthy controller's view trails by at most %s)",
 				nanos(lastTaint), time.Duration(ev.t-lastTaint).Round(time.Millisecond), taintViewWindow)
