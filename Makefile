@@ -139,7 +139,7 @@ test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a laggin
 
 test-kube-issue138698: build ## kubernetes#138698 (node controller marks heart-beating nodes from a stale Lease cache) on each of REPRO_VERSIONS; on v1.37+ also with the fix's gate off
 	$(call repro_on,kubernetes-138698,$(REPRO_VERSIONS))
-	$(call repro_on,kubernetes-138698-gate-off,$(filter v1.37.% v1.38.% v1.39.%,$(REPRO_VERSIONS)))
+	$(if $(filter v1.37.% v1.38.% v1.39.%,$(REPRO_VERSIONS)),$(call repro_on,kubernetes-138698-gate-off,$(filter v1.37.% v1.38.% v1.39.%,$(REPRO_VERSIONS))))
 
 test-kube-issue139992: build ## kubernetes#139992 (taint eviction from a stale node cache) on each of REPRO_VERSIONS
 	$(call repro_on,kubernetes-139992,$(REPRO_VERSIONS))
