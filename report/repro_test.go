@@ -127,7 +127,7 @@ func TestReproCatalog(t *testing.T) {
 	}
 	md := ReproSummaryMarkdown(cat, rows)
 	for _, want := range []string{
-		"`kubernetes-138698`: v1.34.4: **reproduced** (node-health Illegal, after 26.7s); v1.36.10: not reproduced (Unknown); v1.37.2: valid",
+		"`kubernetes-138698`: v1.33.13: not run; v1.34.4: **reproduced** (node-health Illegal, after 26.7s); v1.35.4: not run; v1.36.3: not run; v1.36.10: not reproduced (Unknown); v1.37.2: valid",
 		"`kubernetes-138698-gate-off`: v1.37.2: not run",
 		"not reproducible here: no affected release is served",
 	} {
