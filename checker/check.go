@@ -64,7 +64,7 @@ func Catalog() []Info {
 		Guarantees:  backoffGuarantees,
 	}, {
 		Name:        PreemptionChecker,
-		Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else",
+		Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
 		Guarantees:  preemptionGuarantees,
 	}, {
 		Name:        SpreadChecker,
@@ -72,7 +72,7 @@ func Catalog() []Info {
 		Guarantees:  spreadGuarantees,
 	}, {
 		Name:        NodeHealthChecker,
-		Description: "from the store's record of nodes and their Leases: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period",
+		Description: "from the store's record of nodes, their Leases and pods: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period, and the taint eviction controller evicts a pod only for a NoExecute taint its node has, not before the pod's tolerationSeconds ran out",
 		Guarantees:  nodeHealthGuarantees,
 	}}
 }
