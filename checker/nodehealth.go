@@ -125,6 +125,13 @@ func nodeHealthApplies(h *history.History) bool {
 // It judges marks from the first Lease of the node in the record on (the
 // record of earlier heart-beats may be missing), and says Unknown when the
 // record lost store events, since a lost change may be the mark's cause.
+// It also judges the taint eviction controller's evictions
+// (judgeTaintEvictions): only for a NoExecute taint the node has, and not
+// before the pod's tolerationSeconds ran out.
+//
+// The checker package does not import the system under test: the rules
+// it holds the controllers to are restated here, as the preemption
+// replay restates the scheduler's.
 func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, NodeHealthChecker, nodeHealthGuarantees)
 	defer cancel()
