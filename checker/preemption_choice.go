@@ -275,9 +275,18 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 	if p == nil {
 		return nil, why
 	}
-	if at := v.stateAtTd[p.key]; at == nil || at.uid != p.uid || !samePreemptionInput(at, p) || !slices.Equal(at.tolerations, p.tolerations) {
-		return nil, "the preemptor changed in the window"
+	// Replay with the preemptor as it was at the decision; what the
+	// choice reads of it (its spec) must not have changed in the window,
+	// since the scheduler's view may trail. Its status (a nomination from
+	// an earlier cycle) may.
+	at := v.stateAtTd[p.key]
+	switch {
+	case at == nil || at.uid != p.uid || !at.pending():
+		return nil, "the preemptor was not pending at the decision"
+	case at.priority != p.priority || !at.requests.equal(p.requests) || !slices.Equal(at.tolerations, p.tolerations) || !maps.Equal(at.labels, p.labels):
+		return nil, "the preemptor's spec changed in the window"
 	}
+	p = at
 	if why := v.quiet(p); why != "" {
 		return nil, why
 	}
