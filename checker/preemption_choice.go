@@ -283,7 +283,7 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 	switch {
 	case at == nil || at.uid != p.uid || !at.pending():
 		return nil, "the preemptor was not pending at the decision"
-	case at.priority != p.priority || !at.requests.equal(p.requests) || !slices.Equal(at.tolerations, p.tolerations) || !maps.Equal(at.labels, p.labels):
+	case at.priority != p.priority || !at.requests.equal(p.requests) || !slices.EqualFunc(at.tolerations, p.tolerations, sameToleration) || !maps.Equal(at.labels, p.labels):
 		return nil, "the preemptor's spec changed in the window"
 	}
 	p = at
@@ -339,4 +339,16 @@ func (pc *preemptCheck) judgeChoice(b *preemptBatch, v *preemptWindowView, node 
 	}
 	pc.choiceJudged++
 	return nil, ""
+}
+
+// sameToleration compares two tolerations by value (TolerationSeconds is
+// a pointer).
+func sameToleration(a, b corev1.Toleration) bool {
+	if a.Key != b.Key || a.Operator != b.Operator || a.Value != b.Value || a.Effect != b.Effect {
+		return false
+	}
+	if a.TolerationSeconds == nil || b.TolerationSeconds == nil {
+		return a.TolerationSeconds == b.TolerationSeconds
+	}
+	return *a.TolerationSeconds == *b.TolerationSeconds
 }

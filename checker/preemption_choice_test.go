@@ -27,6 +27,9 @@ type choiceCase struct {
 	// selecting "low"; lateBind binds another pod to n2 right after the
 	// decision.
 	hostPort, twoBudgets, lateBind bool
+	// tolerant gives the preemptor a toleration with tolerationSeconds
+	// and a status change at 10.5 s: two versions of it in the window.
+	tolerant bool
 }
 
 func (c choiceCase) history(t *testing.T) *history.History {
@@ -69,7 +72,16 @@ func (c choiceCase) history(t *testing.T) *history.History {
 		pods["high"] = q
 	}
 	p := prioPod("preemptor", 10000, c.cpu)
+	if c.tolerant {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrInt64(300)}}
+	}
 	b.pod(10, p)
+	if c.tolerant {
+		q := p.DeepCopy()
+		q.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+		b.pod(10.5, q)
+	}
 	node := ""
 	for i, name := range c.victims {
 		v := pods[name]
@@ -122,6 +134,10 @@ func TestPreemptionNodeChoice(t *testing.T) {
 		// kept): the checker does not trust its replay and leaves it.
 		{"victims the rules do not give", choiceCase{cpu: "500m", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}}, Ok,
 			[]string{"node choice judged for 0 preemptions", "not the ones the rules give"}},
+		// Each version of the preemptor decodes its own tolerationSeconds
+		// pointer: the same spec all the same.
+		{"a preemptor whose status changed", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, tolerant: true}, Illegal,
+			[]string{"PR-11"}},
 		{"a victim with a host port", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, hostPort: true}, Ok,
 			[]string{"node choice judged for 0 preemptions", "uses host ports or claims"}},
 		{"a pod two budgets select", choiceCase{cpu: "1", highCPU: "500m", lowCPU: "500m", victims: []string{"high", "low"}, twoBudgets: true}, Ok,
