@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podsafe/podsafe/history"
 )
 
@@ -62,6 +64,9 @@ type nodeJSON struct {
 	Metadata struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
+	Spec struct {
+		Taints []corev1.Taint `json:"taints"`
+	} `json:"spec"`
 	Status struct {
 		Conditions []struct {
 			Type              string `json:"type"`
@@ -142,6 +147,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 	lastReady := map[string]string{} // node -> Ready status
 	lastBeat := map[string]string{}  // node -> Ready's lastHeartbeatTime
 	lastRenew := map[string]time.Time{}
+	taints := map[string][]taintNodeState{} // node -> its NoExecute taints, version by version
 	decodeErrs := 0
 	for i, e := range h.Store {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -177,6 +183,13 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 				decodeErrs++
 				continue
 			}
+			var noExec []corev1.Taint
+			for _, t := range n.Spec.Taints {
+				if t.Effect == corev1.TaintEffectNoExecute {
+					noExec = append(noExec, t)
+				}
+			}
+			taints[e.Name] = append(taints[e.Name], taintNodeState{t: e.T, taints: noExec})
 			status, reason, hb := n.ready()
 			if status == "Unknown" && reason == nodeReasonStatusUnknown && lastReady[e.Name] != "Unknown" {
 				marks = append(marks, nodeMark{node: e.Name, t: e.T, rv: e.RV})
@@ -188,6 +201,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		case e.Resource == "nodes":
 			delete(lastReady, e.Name)
 			delete(lastBeat, e.Name)
+			taints[e.Name] = append(taints[e.Name], taintNodeState{t: e.T})
 		}
 	}
 	var illegal []Evidence
@@ -227,7 +241,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 		res.Stats.Checked++
 	}
 	res.Stats.Keys = len(firstLease)
-	tIllegal, tN, tJudged, tExcused, tDecode := judgeTaintEvictions(h, opts.maxEvidence())
+	tIllegal, tN, tJudged, tExcused, tDecode := judgeTaintEvictions(h, taints, opts.maxEvidence())
 	decodeErrs += tDecode
 	res.Stats.Ops += tJudged + tExcused
 	res.Stats.Checked += tJudged
@@ -262,6 +276,9 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 	taintSummary := "the taint eviction controller evicted no pod"
 	if tJudged+tExcused > 0 {
 		taintSummary = fmt.Sprintf("every one of %s by the taint eviction controller came within %s of a NoExecute taint on the pod's node that the pod does not tolerate for good", count(tJudged, "judged eviction"), taintViewWindow)
+		if tJudged == 0 {
+			taintSummary = "no eviction by the taint eviction controller judged"
+		}
 		if tExcused > 0 {
 			taintSummary += fmt.Sprintf(" (%s not judged: a fault stopped or restarted the controller shortly before, or the record of the node does not reach it)", count(tExcused, "eviction"))
 		}
@@ -280,6 +297,11 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 	}
 	if markUnknown != "" {
 		return res.finish(Unknown, markUnknown+"; "+taintSummary)
+	}
+	if len(firstLease) == 0 && tJudged == 0 {
+		// Neither half had anything to judge: no Leases, and every
+		// eviction excused.
+		return res.finish(Unknown, markSummary+"; "+taintSummary)
 	}
 	return res.finish(Ok, markSummary+"; "+taintSummary)
 }

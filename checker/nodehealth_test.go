@@ -243,7 +243,7 @@ func TestTaintEviction(t *testing.T) {
 			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "pause-controller", Components: []string{"kube-controller-manager-0"},
 				Start: schedSec(5), End: schedSec(25), Healed: true})
 			return b
-		}, Ok, []string{"1 eviction not judged: a fault stopped or restarted the controller"}},
+		}, Unknown, []string{"no eviction by the taint eviction controller judged", "1 eviction not judged: a fault stopped or restarted the controller"}},
 		{"a frozen watch is no excuse", func() *nodeHist {
 			b := newNodeHist(t, 0).taints(1).taints(10, unreachable).taints(12).evicted(31, "late")
 			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "freeze-watch", Components: []string{"kube-controller-manager-0"},

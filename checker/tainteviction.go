@@ -76,34 +76,14 @@ type taintEviction struct {
 	bound int64
 }
 
-// taintEvictions collects the marks and every node's NoExecute taints
-// over the record.
-func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[string][]taintNodeState, decodeErrs int) {
-	nodes = map[string][]taintNodeState{}
+// taintEvictions collects the taint eviction controller's marks over the
+// record.
+func taintEvictions(h *history.History) (evictions []taintEviction, decodeErrs int) {
 	marked := map[string]bool{} // pod UIDs already marked
 	seen := map[string]bool{}   // pod UIDs recorded before
 	bound := map[string]int64{} // pod key -> when first recorded on a node
 	for _, e := range h.Store {
 		switch e.Resource {
-		case "nodes":
-			var n struct {
-				Spec struct {
-					Taints []corev1.Taint `json:"taints"`
-				} `json:"spec"`
-			}
-			if e.Type != history.StoreDeleted {
-				if err := json.Unmarshal(e.Object, &n); err != nil {
-					decodeErrs++
-					continue
-				}
-			}
-			var noExec []corev1.Taint
-			for _, t := range n.Spec.Taints {
-				if t.Effect == corev1.TaintEffectNoExecute {
-					noExec = append(noExec, t)
-				}
-			}
-			nodes[e.Name] = append(nodes[e.Name], taintNodeState{t: e.T, taints: noExec})
 		case "pods":
 			key := e.Namespace + "/" + e.Name
 			if e.Type == history.StoreDeleted {
@@ -137,7 +117,7 @@ func taintEvictions(h *history.History) (evictions []taintEviction, nodes map[st
 			evictions = append(evictions, taintEviction{pod: p, t: e.T, rv: e.RV, node: p.Spec.NodeName, bound: b})
 		}
 	}
-	return evictions, nodes, decodeErrs
+	return evictions, decodeErrs
 }
 
 // evicts reports whether a NoExecute taint can make the controller evict
@@ -200,8 +180,10 @@ func controllerFaulted(h *history.History, from, t int64) bool {
 
 // judgeTaintEvictions returns evidence for each eviction no taint in the
 // window explains, and how many it judged and left.
-func judgeTaintEvictions(h *history.History, maxEvidence int) (illegal []Evidence, nIllegal, judged, excused, decodeErrs int) {
-	evictions, nodes, decodeErrs := taintEvictions(h)
+// nodes holds every node's versions of its NoExecute taints, in record
+// order (CheckNodeHealth collects them as it decodes the nodes).
+func judgeTaintEvictions(h *history.History, nodes map[string][]taintNodeState, maxEvidence int) (illegal []Evidence, nIllegal, judged, excused, decodeErrs int) {
+	evictions, decodeErrs := taintEvictions(h)
 	// What the record's first list holds was there before it began: when
 	// it came is not known.
 	recordStart := int64(1<<63 - 1)
