@@ -23,7 +23,21 @@ const (
 	// KindWatch lines record a client's watch streams: each watch request
 	// as it opens and as it closes, and every event it delivered between.
 	KindWatch Kind = "watch"
+	// KindEnd is the closing record: the last line of a history whose
+	// recorder was closed (see Recorder.Close). A history without it was
+	// left by a run that was killed before it finished.
+	KindEnd Kind = "end"
 )
+
+// End is the closing record of a history: how the recording ended.
+type End struct {
+	// Error is the error the run ended with, if it broke; empty when the
+	// run finished.
+	Error string `json:"error,omitempty"`
+	// Interrupted says the run was stopped early (Ctrl-C): the workload and
+	// the faults ran for less than the scenario's time limit.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
 
 // Meta describes a run. It is the first line of every history.
 type Meta struct {

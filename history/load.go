@@ -39,7 +39,19 @@ type History struct {
 	Truncated bool
 	// TruncatedLine is the number of the torn line when Truncated.
 	TruncatedLine int
+	// Complete reports that the history ends with its closing record: the
+	// run's recorder was closed. A history without one was left by a run
+	// that was killed (or crashed) before it finished.
+	Complete bool
+	// Closing is the closing record, when Complete.
+	Closing End
 }
+
+// MaxLineBytes bounds one line of a history. A Kubernetes object is at most
+// about 1.5 MiB in etcd; a line is one event, so 16 MiB leaves room for the
+// largest list or store event while keeping a reader's memory bounded. Read
+// refuses a longer line; a Recorder never writes one.
+const MaxLineBytes = 16 << 20
 
 // Load reads the history file at path. Errors about the content are
 // *CorruptError values naming the file and the line.
@@ -49,6 +61,13 @@ func Load(path string) (*History, error) {
 		return nil, fmt.Errorf("loading history: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("loading history: %w", err)
+	} else if !st.Mode().IsRegular() {
+		// A device or a pipe may never end (/dev/zero): only files are
+		// histories.
+		return nil, fmt.Errorf("loading history %s: not a regular file (%s)", path, st.Mode().Type())
+	}
 	h, err := Read(f)
 	if err != nil {
 		var ce *CorruptError
@@ -77,7 +96,10 @@ func Read(r io.Reader) (*History, error) {
 	var pending []byte // the previous line, decoded only once we know it is not the last
 	pendingNo, lineNo := 0, 0
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br)
+		if errors.Is(err, errLineTooLong) {
+			return nil, &CorruptError{Line: lineNo + 1, Err: err}
+		}
 		if len(line) > 0 {
 			lineNo++
 			if pending != nil {
@@ -110,6 +132,28 @@ func Read(r io.Reader) (*History, error) {
 		return nil, ErrEmpty
 	}
 	return ld.finish(), nil
+}
+
+// errLineTooLong is the cause of a CorruptError for a line over MaxLineBytes.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+
+// readLine is bufio.Reader.ReadBytes('\n') bounded by MaxLineBytes: past
+// the limit it stops reading and returns errLineTooLong.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > MaxLineBytes {
+			return nil, errLineTooLong
+		}
+		if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
+			if line == nil {
+				return bytes.Clone(frag), err
+			}
+			return append(line, frag...), err
+		}
+		line = append(line, frag...)
+	}
 }
 
 // contradiction marks a line that decoded but conflicts with earlier lines;
@@ -254,6 +298,14 @@ func (ld *loader) line(no int, raw []byte) error {
 		}
 		e.T = t
 		ld.h.Watch = append(ld.h.Watch, e)
+	case KindEnd:
+		if ld.h.Complete {
+			return contradict("second closing record")
+		}
+		if err := json.Unmarshal(raw, &ld.h.Closing); err != nil {
+			return fmt.Errorf("decoding end event: %w", err)
+		}
+		ld.h.Complete = true
 	default:
 		ld.h.Other = append(ld.h.Other, RawEvent{Kind: hd.Kind, T: t, Line: no, Raw: bytes.Clone(raw)})
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,7 +99,15 @@ func TestLoadTornLastLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	closed := string(data)
+	// A killed run never writes the closing record: without it the log
+	// line is the last.
+	lines := strings.SplitAfter(strings.TrimSuffix(closed, "\n"), "\n")
+	if !strings.Contains(lines[len(lines)-1], `"kind":"end"`) {
+		t.Fatalf("the closed history's last line is %q, want the closing record", lines[len(lines)-1])
+	}
+	lines = lines[:len(lines)-1]
+	data = []byte(strings.Join(lines, ""))
 	last := lines[len(lines)-1]
 
 	tests := []struct {
@@ -106,7 +115,9 @@ func TestLoadTornLastLine(t *testing.T) {
 		content   string
 		wantLogs  int
 		truncated bool
+		complete  bool
 	}{
+		{name: "closed", content: closed, wantLogs: 1, complete: true},
 		{name: "intact", content: string(data), wantLogs: 1},
 		{name: "cut mid-line", content: strings.Join(lines[:len(lines)-1], "") + last[:len(last)/2], truncated: true},
 		{name: "cut before the newline", content: strings.TrimSuffix(string(data), "\n"), wantLogs: 1, truncated: true},
@@ -120,6 +131,9 @@ func TestLoadTornLastLine(t *testing.T) {
 			}
 			if h.Truncated != tt.truncated {
 				t.Errorf("Truncated = %v, want %v", h.Truncated, tt.truncated)
+			}
+			if h.Complete != tt.complete {
+				t.Errorf("Complete = %v, want %v", h.Complete, tt.complete)
 			}
 			if tt.truncated && h.TruncatedLine != 4 {
 				t.Errorf("TruncatedLine = %d, want 4", h.TruncatedLine)
@@ -261,5 +275,78 @@ func TestReadWatchLinesAndOldHistories(t *testing.T) {
 	}
 	if old.Watch != nil {
 		t.Errorf("old history has watch lines: %+v", old.Watch)
+	}
+}
+
+func TestLoadRefusesOverlongLine(t *testing.T) {
+	meta := `{"kind":"meta","t":0,"scenario":"x"}` + "\n"
+	ok := `{"kind":"log","t":1,"msg":"` + strings.Repeat("a", MaxLineBytes-100) + `"}` + "\n"
+	long := `{"kind":"log","t":2,"msg":"` + strings.Repeat("b", MaxLineBytes) + `"}` + "\n"
+
+	h, err := Load(writeFile(t, meta+ok))
+	if err != nil {
+		t.Fatalf("a line just under the limit: %v", err)
+	}
+	if len(h.Logs) != 1 {
+		t.Fatalf("loaded %d logs, want 1", len(h.Logs))
+	}
+	_, err = Load(writeFile(t, meta+ok+long))
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Line != 3 || !errors.Is(err, errLineTooLong) {
+		t.Fatalf("Load of a history whose line 3 is over the limit: %v, want a CorruptError naming line 3", err)
+	}
+	if !strings.Contains(err.Error(), ":3: line longer than") {
+		t.Errorf("error %q does not name the line and the limit", err)
+	}
+	// Without a newline the limit holds too: an endless first line.
+	_, err = Read(io.LimitReader(zeros{}, MaxLineBytes+10))
+	if !errors.As(err, &ce) || ce.Line != 1 {
+		t.Fatalf("Read of %d zero bytes: %v, want a CorruptError naming line 1", MaxLineBytes+10, err)
+	}
+}
+
+// zeros reads as an endless run of zero bytes, as /dev/zero does.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func TestLoadRefusesNonRegularFile(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	_, err := Load("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Load(/dev/zero) = %v, want a refusal naming a non-regular file", err)
+	}
+	_, err = Load(t.TempDir())
+	if err == nil {
+		t.Fatal("Load of a directory succeeded")
+	}
+}
+
+func TestRecorderNeverWritesOverlongLine(t *testing.T) {
+	r := mustCreate(t)
+	r.Log("huge", map[string]string{"blob": strings.Repeat("x", MaxLineBytes)})
+	r.Log("after", nil)
+	if err := r.CloseWith(End{Error: "boom", Interrupted: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := mustLoad(t, r.Path())
+	if len(h.Logs) != 2 || h.Logs[0].Msg != "event dropped: longer than a history line may be" || h.Logs[0].Attrs["kind"] != string(KindLog) || h.Logs[1].Msg != "after" {
+		t.Fatalf("logs = %+v, want the drop noted, then the next line", h.Logs)
+	}
+	if !h.Complete || h.Closing.Error != "boom" || !h.Closing.Interrupted {
+		t.Errorf("Complete %v, Closing %+v; want the closing record with its error and interruption", h.Complete, h.Closing)
+	}
+}
+
+func TestLoadSecondClosingRecordIsCorrupt(t *testing.T) {
+	content := `{"kind":"meta","t":0}` + "\n" + `{"kind":"end","t":1}` + "\n" + `{"kind":"end","t":2}` + "\n"
+	var ce *CorruptError
+	if _, err := Load(writeFile(t, content)); !errors.As(err, &ce) || ce.Line != 3 {
+		t.Fatalf("Load: %v, want a CorruptError at line 3", err)
 	}
 }

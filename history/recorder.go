@@ -178,12 +178,21 @@ func (r *Recorder) Log(msg string, attrs map[string]string) {
 // Close stops the background sync, syncs and closes the file, and returns
 // the first error the Recorder met. Events recorded after Close are dropped
 // and reported by Err as ErrClosed. Close is idempotent.
-func (r *Recorder) Close() error {
+func (r *Recorder) Close() error { return r.CloseWith(End{}) }
+
+// CloseWith is Close, with the closing record saying how the run ended.
+// Only the first Close or CloseWith writes it.
+func (r *Recorder) CloseWith(end End) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return r.Err()
 	}
+	r.mu.Unlock()
+	// The closing record is the last line: it tells a reader that the
+	// recording ended here on purpose, not because the process was killed.
+	r.write(KindEnd, int64(r.Now()), end)
+	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
 
@@ -224,6 +233,12 @@ func (r *Recorder) write(kind Kind, t int64, payload any) {
 		line = append(line, '}')
 	}
 	line = append(line, '\n')
+	if len(line) > MaxLineBytes {
+		// A reader refuses such a line, so it is never written: a log line
+		// says what was dropped instead.
+		r.noteOversize(kind, t, len(line))
+		return
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -241,6 +256,14 @@ func (r *Recorder) write(kind Kind, t int64, payload any) {
 		return
 	}
 	r.dirty = true
+}
+
+// noteOversize records, in place of an event too long for a history line,
+// a log line naming its kind and size.
+func (r *Recorder) noteOversize(kind Kind, t int64, size int) {
+	r.write(KindLog, t, LogEntry{Wall: time.Now(), Msg: "event dropped: longer than a history line may be", Attrs: map[string]string{
+		"kind": string(kind), "bytes": strconv.Itoa(size), "limit": strconv.Itoa(MaxLineBytes),
+	}})
 }
 
 func (r *Recorder) noteMisuse(err error) {

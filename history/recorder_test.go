@@ -97,9 +97,10 @@ func TestRoundTripEveryKind(t *testing.T) {
 			{Name: "partition", Description: "isolate leader", Targets: []string{"cp1"}, Healed: true},
 			{Name: "pause", Description: "pause kubelet", Targets: []string{"n2"}},
 		},
-		Ledger: []LedgerEntry{led},
-		Store:  []StoreEvent{st},
-		Logs:   []LogEntry{{Msg: "healing all faults", Attrs: map[string]string{"phase": "heal", "faults": "2"}}},
+		Ledger:   []LedgerEntry{led},
+		Store:    []StoreEvent{st},
+		Logs:     []LogEntry{{Msg: "healing all faults", Attrs: map[string]string{"phase": "heal", "faults": "2"}}},
+		Complete: true,
 	}
 	if diff := cmp.Diff(want, h, ignoreTimes); diff != "" {
 		t.Errorf("loaded history (-want +got):\n%s", diff)
@@ -376,7 +377,11 @@ func TestLedgerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lines []map[string]any
-	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n"))[1:] {
+	all := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+	if !bytes.Contains(all[len(all)-1], []byte(`"kind":"end"`)) {
+		t.Errorf("last line %s, want the closing record", all[len(all)-1])
+	}
+	for _, l := range all[1 : len(all)-1] {
 		var m map[string]any
 		if err := json.Unmarshal(l, &m); err != nil {
 			t.Fatal(err)
