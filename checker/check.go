@@ -88,8 +88,10 @@ func Catalog() []Info {
 // restart, the preemption checker when the scheduler deleted a pod, the
 // topology-spread checker when a recorded pod has spread constraints, and
 // the node-health checker when the node controller declared a node whose
-// Lease the record follows unknown. The
-// checkers run concurrently. It is bounded (see Options) and reads h without
+// Lease the record follows unknown. When opts.Workload names the workload
+// that ran, a checker every run of it feeds that found nothing to judge
+// answers Unknown (see Expected), so a history stripped of its ledger or
+// its completions is never called valid. The checkers run concurrently. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
 // result's Summary without changing the verdict. Combine the verdicts with
@@ -156,5 +158,5 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 		}()
 	}
 	wg.Wait()
-	return results
+	return holdToEvidence(opts.Workload, results)
 }

@@ -124,15 +124,6 @@ func TestCheckWritesVisualization(t *testing.T) {
 	}
 }
 
-func catalogGuarantees(name string) []string {
-	for _, c := range Catalog() {
-		if c.Name == name {
-			return c.Guarantees
-		}
-	}
-	return nil
-}
-
 func TestCheck(t *testing.T) {
 	register := ops(t, "0 0 10 create x a -> ok", "1 20 30 get x -> absent")
 	b := &hb{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,6 +234,12 @@ func checkRegister(ctx context.Context, ops []history.Op, opts Options) (Result,
 func checkRegisterWithin(ctx context.Context, ops []history.Op, opts Options, memory int64) (Result, *registerRun) {
 	res := checkRun{Result: Result{Checker: RegisterChecker, Guarantees: []string{GuaranteeStoreLin}}, ctx: ctx, start: time.Now()}
 	pops := registerOperations(ops, &res.Stats)
+	if res.Stats.Ops > 0 && !slices.ContainsFunc(ops, func(op history.Op) bool { return IsRegisterOp(op) && op.Status == history.StatusOK }) {
+		// Operations whose outcome is unknown may all be placed last: any
+		// history of them is linearizable, and saying so is no evidence.
+		return res.finish(Unknown, fmt.Sprintf("nothing to judge: none of the %s completed with a known outcome (a history without completions, or a store that answered nothing)",
+			count(res.Stats.Ops, "register operation"))), &registerRun{}
+	}
 
 	timeout := opts.timeout()
 	if dl, ok := ctx.Deadline(); ok {

@@ -141,6 +141,10 @@ type Options struct {
 	// checker's porcupine visualization there (see WriteVisualization),
 	// from the same search as its verdict.
 	VisualizationPath string
+	// Workload names the workload the history's run ran, if any: a
+	// checker that every run of it feeds and that found nothing to judge
+	// answers Unknown (see Expected). Empty: no such demand.
+	Workload string
 }
 
 func (o Options) timeout() time.Duration {

@@ -1,0 +1,101 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+)
+
+// expectation is a checker that every run of a workload gives something to
+// judge, and what that is: a run of the workload whose history lacks it
+// cannot be called valid by that checker.
+type expectation struct {
+	checker string
+	// input names what the checker judges, for the summary of a result
+	// that found none of it.
+	input string
+}
+
+// workloadExpects lists, per workload, the checkers any run of it feeds:
+// the register workload's operations, the pod workloads' container runs
+// and pod changes, the spread workload's constrained pods. A checker that
+// depends on what the run happened to do (a deletion, a preemption, a
+// restart) is not listed: a run without one has nothing for it and that is
+// no gap.
+var workloadExpects = map[string][]expectation{
+	"register": {
+		{RegisterChecker, "register operation with a known outcome (an invoke line and its completion)"},
+	},
+	"pets": {
+		{AtMostOneChecker, "container run of a pet (ledger start lines of pods the pet controller owns)"},
+		{PhasesChecker, "pod change in the store's record"},
+	},
+	"replicas": {
+		{AtMostOneChecker, "container run (ledger start lines)"},
+		{PhasesChecker, "pod change in the store's record"},
+	},
+	"lifecycle": {
+		{PhasesChecker, "pod change in the store's record"},
+	},
+	"priority": {
+		{PhasesChecker, "pod change in the store's record"},
+	},
+	"spread": {
+		{SpreadChecker, "binding of a pod with DoNotSchedule topology spread constraints"},
+		{PhasesChecker, "pod change in the store's record"},
+	},
+}
+
+// Expected returns the names of the checkers a run of workload always feeds
+// (none for a workload podsafe does not know, or "").
+func Expected(workload string) []string {
+	var names []string
+	for _, e := range workloadExpects[workload] {
+		names = append(names, e.checker)
+	}
+	return names
+}
+
+// holdToEvidence applies "a verdict needs evidence" to the results of a run
+// of workload: each checker the workload always feeds that did not run (its
+// input is missing from the history) answers Unknown, naming what is
+// missing; one that ran, judged nothing and said Ok answers Unknown too.
+// Results keep Catalog order.
+func holdToEvidence(workload string, results []Result) []Result {
+	exp := workloadExpects[workload]
+	if len(exp) == 0 {
+		return results
+	}
+	for _, e := range exp {
+		i := slices.IndexFunc(results, func(r Result) bool { return r.Checker == e.checker })
+		if i < 0 {
+			results = append(results, Result{
+				Checker:    e.checker,
+				Verdict:    Unknown,
+				Guarantees: catalogGuarantees(e.checker),
+				Summary: fmt.Sprintf("nothing to judge: the %s workload ran, but the history holds no %s, so the checker did not run; the history is missing what every run of it records",
+					workload, e.input),
+			})
+			continue
+		}
+		if r := &results[i]; r.Verdict == Ok && r.Stats.Checked == 0 {
+			r.Verdict = Unknown
+			r.Summary = fmt.Sprintf("nothing judged: the %s workload ran, but no %s was there to judge (%s)", workload, e.input, r.Summary)
+		}
+	}
+	order := map[string]int{}
+	for i, info := range Catalog() {
+		order[info.Name] = i
+	}
+	slices.SortStableFunc(results, func(a, b Result) int { return order[a.Checker] - order[b.Checker] })
+	return results
+}
+
+// catalogGuarantees returns the guarantees the named checker judges.
+func catalogGuarantees(name string) []string {
+	for _, info := range Catalog() {
+		if info.Name == name {
+			return info.Guarantees
+		}
+	}
+	return nil
+}

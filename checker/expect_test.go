@@ -1,0 +1,130 @@
+package checker
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// resultOf returns the result of the named checker, failing the test when
+// there is none.
+func resultOf(t *testing.T, results []Result, name string) Result {
+	t.Helper()
+	for _, r := range results {
+		if r.Checker == name {
+			return r
+		}
+	}
+	t.Fatalf("no %s result among %+v", name, results)
+	return Result{}
+}
+
+func TestPetsHistoryWithoutLedgerIsNotValid(t *testing.T) {
+	b := (&hb{}).
+		created(1, identityPet, "web-0", "a").
+		storePod(1, "web-0", "a", "StatefulSet")
+	bg := context.Background()
+
+	// Without knowing the workload, nothing asks for a ledger.
+	if got := resultsNames(Check(bg, b.history(), Options{})); strings.Contains(got, AtMostOneChecker) {
+		t.Fatalf("checkers %s ran an at-most-one check without a ledger", got)
+	}
+	results := Check(bg, b.history(), Options{Workload: "pets"})
+	r := resultOf(t, results, AtMostOneChecker)
+	if r.Verdict != Unknown || !strings.Contains(r.Summary, "nothing to judge") || !strings.Contains(r.Summary, "ledger start lines") {
+		t.Errorf("at-most-one = %s %q, want Unknown naming the missing ledger", r.Verdict, r.Summary)
+	}
+	if len(r.Guarantees) == 0 {
+		t.Error("the Unknown result names no guarantee")
+	}
+	if v := Merge(results); v != Unknown {
+		t.Errorf("verdict %s, want Unknown", v)
+	}
+	// Catalog order is kept: at-most-one comes before phases.
+	if got, want := resultsNames(results), AtMostOneChecker+","+PhasesChecker; got != want {
+		t.Errorf("checkers %s, want %s", got, want)
+	}
+}
+
+func TestPetsHistoryWithNoPetRunJudgesNothing(t *testing.T) {
+	// A container run of a pod no controller owns: the at-most-one checker
+	// runs but has no pet to judge.
+	b := (&hb{}).
+		storePod(1, "job-x", "a", "").
+		led(2, history.LedgerStart, "n1", "job-x", "a")
+	bg := context.Background()
+	if r := resultOf(t, Check(bg, b.history(), Options{}), AtMostOneChecker); r.Verdict != Ok {
+		t.Fatalf("at-most-one without a workload = %s, want Ok (nothing demanded)", r.Verdict)
+	}
+	r := resultOf(t, Check(bg, b.history(), Options{Workload: "pets"}), AtMostOneChecker)
+	if r.Verdict != Unknown || !strings.Contains(r.Summary, "nothing judged") {
+		t.Errorf("at-most-one for the pets workload = %s %q, want Unknown: nothing judged", r.Verdict, r.Summary)
+	}
+}
+
+func TestPetsHistoryWithPetRunsStaysOk(t *testing.T) {
+	b := (&hb{}).
+		created(1, identityPet, "web-0", "a").
+		storePod(1, "web-0", "a", "StatefulSet").
+		led(2, history.LedgerStart, "n1", "web-0", "a")
+	results := Check(context.Background(), b.history(), Options{Workload: "pets"})
+	if r := resultOf(t, results, AtMostOneChecker); r.Verdict != Ok {
+		t.Errorf("at-most-one = %s %q, want Ok", r.Verdict, r.Summary)
+	}
+}
+
+func TestRegisterWithoutCompletionsIsUnknown(t *testing.T) {
+	full := ops(t, "0 0 10 create x a -> ok", "1 20 30 get x -> a", "0 40 50 cas x a b -> ok")
+	stripped := make([]history.Op, len(full))
+	for i, op := range full {
+		// What the loader makes of an invoke line with no completion.
+		stripped[i] = history.Op{ID: op.ID, Process: op.Process, Func: op.Func, Key: op.Key, Value: op.Value, Expect: op.Expect,
+			Invoke: op.Invoke, Status: history.StatusUnknown, Return: math.MaxInt64}
+	}
+	bg := context.Background()
+	if r := CheckRegister(bg, full, Options{}); r.Verdict != Ok {
+		t.Fatalf("the full history = %s %q, want Ok", r.Verdict, r.Summary)
+	}
+	r := CheckRegister(bg, stripped, Options{})
+	if r.Verdict != Unknown || !strings.Contains(r.Summary, "none of the 3 register operations completed") {
+		t.Errorf("without completions = %s %q, want Unknown: none completed", r.Verdict, r.Summary)
+	}
+	// Failures only say nothing about the state either.
+	failed := ops(t, "0 0 10 create x a -> fail:unavailable", "1 20 30 cas x a b -> fail:unavailable")
+	if r := CheckRegister(bg, failed, Options{}); r.Verdict != Unknown {
+		t.Errorf("failures only = %s %q, want Unknown", r.Verdict, r.Summary)
+	}
+}
+
+func TestRegisterWorkloadWithoutOperationsIsUnknown(t *testing.T) {
+	results := Check(context.Background(), &history.History{}, Options{Workload: "register"})
+	r := resultOf(t, results, RegisterChecker)
+	if r.Verdict != Unknown || !strings.Contains(r.Summary, "register workload ran") {
+		t.Errorf("register = %s %q, want Unknown: the workload ran but recorded nothing", r.Verdict, r.Summary)
+	}
+	// An unknown workload name demands nothing.
+	if got := Check(context.Background(), &history.History{}, Options{Workload: "something-else"}); len(got) != 0 {
+		t.Errorf("results %+v for a workload podsafe does not know, want none", got)
+	}
+}
+
+func TestExpectedNamesCatalogCheckers(t *testing.T) {
+	for w, exps := range workloadExpects {
+		for _, e := range exps {
+			if len(catalogGuarantees(e.checker)) == 0 {
+				t.Errorf("workload %s expects %q, which is not in the catalog", w, e.checker)
+			}
+		}
+	}
+}
+
+func resultsNames(results []Result) string {
+	var names []string
+	for _, r := range results {
+		names = append(names, r.Checker)
+	}
+	return strings.Join(names, ",")
+}
