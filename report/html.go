@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/internal/atomicfile"
 )
 
 var (
@@ -325,7 +326,7 @@ func WriteRun(dir string, h *history.History, r *Results) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ReportFile), page, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ReportFile), page, 0o644); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return WriteJUnit(filepath.Join(dir, JUnitFile), NewJUnit("podsafe", RunJUnit(r)))

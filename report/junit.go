@@ -3,12 +3,12 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/internal/atomicfile"
 )
 
 // JUnitSuites is the root element of a JUnit XML report, in the dialect
@@ -236,7 +236,7 @@ func WriteJUnit(path string, j JUnitSuites) error {
 		return fmt.Errorf("encoding junit: %w", err)
 	}
 	out := append([]byte(xml.Header), b...)
-	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing junit: %w", err)
 	}
 	return nil

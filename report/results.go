@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/internal/atomicfile"
 )
 
 // OpCounts counts client operations by outcome.
@@ -60,7 +61,7 @@ func WriteResults(dir string, r Results) error {
 	if err != nil {
 		return fmt.Errorf("encoding results: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing results: %w", err)
 	}
 	return nil
