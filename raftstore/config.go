@@ -41,7 +41,10 @@ type Config struct {
 	// (bbolt plus file snapshots, fsynced on every write). Otherwise everything
 	// lives in memory and is lost on Close.
 	Durable bool
-	// DataDir holds durable state; required when Durable.
+	// DataDir holds durable state; required when Durable. Open locks it
+	// (another Open fails with ErrDataDirInUse naming the holder's pid) and
+	// records the bootstrap membership in it (MembersFile): reopening it
+	// with other Members fails with a *MembershipError.
 	DataDir string
 
 	// RaftListener accepts raft traffic from other members. Open takes

@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/podsafe/podsafe/internal/dirlock"
 )
 
 // Store is one member of a raft-replicated object store. Every method is safe
@@ -31,6 +33,7 @@ type Store struct {
 	trans  *raft.NetworkTransport
 	stream *streamLayer
 	bolt   *raftboltdb.BoltStore // nil in memory
+	lock   *dirlock.Lock         // the data directory's; nil in memory
 
 	fwdServer *http.Server
 	fwdClient *forwardClient
@@ -91,6 +94,9 @@ func Open(cfg Config) (*Store, error) {
 	defer func() {
 		if !opened {
 			closeListeners(cfg)
+			if s.lock != nil {
+				s.lock.Release()
+			}
 		}
 	}()
 
@@ -103,6 +109,13 @@ func Open(cfg Config) (*Store, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("opening data dir: %w", err)
 		}
+		// Our own lock before bolt's: bolt's waits out its timeout and
+		// then says only "timeout"; ours says at once who holds it.
+		lock, err := dirlock.Acquire(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("opening data dir: %w", err)
+		}
+		s.lock = lock
 		bolt, err := raftboltdb.New(raftboltdb.Options{
 			Path:        filepath.Join(cfg.DataDir, "raft.db"),
 			BoltOptions: &bbolt.Options{Timeout: time.Second},
@@ -164,6 +177,16 @@ func Open(cfg Config) (*Store, error) {
 		existing, err := raft.HasExistingState(logs, stable, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("checking for existing raft state: %w", err))
+		}
+		if existing && cfg.Durable {
+			if err := checkMembers(cfg.DataDir, cfg.Members); err != nil {
+				return fail(err)
+			}
+		}
+		if !existing && cfg.Durable {
+			if err := recordMembers(cfg.DataDir, cfg.Members); err != nil {
+				return fail(err)
+			}
 		}
 		if !existing {
 			var conf raft.Configuration
@@ -281,6 +304,13 @@ func (s *Store) Close() error {
 			}
 		}
 		s.wg.Wait()
+		if s.lock != nil {
+			// Last: the directory is free once nothing of this store
+			// touches it.
+			if err := s.lock.Release(); err != nil {
+				errs = append(errs, fmt.Errorf("unlocking data dir: %w", err))
+			}
+		}
 		s.closeErr = errors.Join(errs...)
 		s.log.Info("closed store")
 	})
