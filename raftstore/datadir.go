@@ -36,7 +36,7 @@ type MembershipError struct {
 
 // Error names both memberships.
 func (e *MembershipError) Error() string {
-	return fmt.Sprintf("data directory %s belongs to a cluster of %d members (%s), not the %d configured (%s): start it with its own members, or use a new data directory",
+	return fmt.Sprintf("data directory %s belongs to a %d-member cluster (%s), not the %d-member one configured (%s): start it with its own members, or use a new data directory",
 		e.Dir, len(e.Recorded), strings.Join(e.Recorded, ", "), len(e.Configured), strings.Join(e.Configured, ", "))
 }
 

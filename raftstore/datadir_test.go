@@ -61,7 +61,7 @@ func TestDataDirMembership(t *testing.T) {
 	if !errors.As(err, &me) {
 		t.Fatalf("Open with another membership: %v, want a *MembershipError", err)
 	}
-	if !slices.Equal(me.Recorded, []string{"m0"}) || !strings.Contains(err.Error(), "cluster of 1 members (m0), not the 3 configured (m0, m1, m2)") {
+	if !slices.Equal(me.Recorded, []string{"m0"}) || !strings.Contains(err.Error(), "a 1-member cluster (m0), not the 3-member one configured (m0, m1, m2)") {
 		t.Errorf("Open with another membership: %v", err)
 	}
 	// The refusal released the directory: its own membership opens it.
