@@ -51,6 +51,10 @@ type Meta struct {
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
+// ExtraWorkload is the Meta.Extra key naming the workload a run ran (absent
+// for a scripted run, which runs steps instead).
+const ExtraWorkload = "workload"
+
 // Status is the outcome of a client operation or an API call.
 type Status string
 

@@ -148,8 +148,14 @@ func RenderRun(h *history.History, r *Results, linLink string) ([]byte, error) {
 	p.Duration = fmtDur(runDuration(r))
 	p.HistoryEnd = fmtT(h.End)
 	p.EndNS = h.End
-	if h.Truncated {
+	switch {
+	case h.Truncated:
 		p.HistoryNote = fmt.Sprintf("the history ends mid-line (line %d): the run crashed; this is what was complete", h.TruncatedLine)
+	case r.Incomplete:
+		p.HistoryNote = IncompleteLabel + ": the history has no closing record (the run was killed before it finished); the checkers judged what it recorded"
+	}
+	if r.Interrupted {
+		p.HistoryNote = strings.TrimPrefix(p.HistoryNote+"; ", "; ") + "the run was interrupted (Ctrl-C): the workload and the faults stopped early, and the checkers judged what ran"
 	}
 	p.OpsByFunc = countBy(len(h.Ops), func(i int) string { return h.Ops[i].Func + " " + string(h.Ops[i].Status) })
 	p.APITotal = len(h.API)

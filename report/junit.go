@@ -118,9 +118,23 @@ func RunJUnit(r *Results) JUnitSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	if r.Error != "" {
+	if r.Incomplete {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "incomplete", Value: "true"})
+	}
+	if r.Interrupted {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "interrupted", Value: "true"})
+	}
+	switch {
+	case r.Error != "":
 		s.Cases = append(s.Cases, JUnitCase{ClassName: "run", Name: "run completed",
 			Error: &JUnitMessage{Message: r.Error, Type: "RunError", Text: r.Error}})
+	case r.Incomplete:
+		msg := IncompleteLabel + ": the history has no closing record; the run was killed before it finished, and the checkers judged what it recorded"
+		s.Cases = append(s.Cases, JUnitCase{ClassName: "run", Name: "run completed",
+			Error: &JUnitMessage{Message: msg, Type: "IncompleteRun", Text: msg}})
+	case r.Interrupted:
+		s.Cases = append(s.Cases, JUnitCase{ClassName: "run", Name: "run completed",
+			Skipped: &JUnitMessage{Message: "interrupted: the workload and the faults were stopped early (Ctrl-C); the checkers judged what ran"}})
 	}
 	if len(r.Warnings) > 0 {
 		s.SystemOut = "warnings:\n" + strings.Join(r.Warnings, "\n")

@@ -34,6 +34,14 @@ type Results struct {
 	Checks    []checker.Result `json:"checks"`
 	Ops       OpCounts         `json:"ops"`
 	Truncated bool             `json:"truncated,omitempty"`
+	// Incomplete says the history has no closing record: the run was
+	// killed (or its process died) before it finished. The checkers judged
+	// what it recorded; such a run is never plain Ok (see Label).
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Interrupted says the run was stopped early (Ctrl-C): the workload and
+	// the faults ran for less than the time limit, and the checkers judged
+	// what ran.
+	Interrupted bool `json:"interrupted,omitempty"`
 	Started   time.Time        `json:"started,omitzero"`
 	Finished  time.Time        `json:"finished,omitzero"`
 	Rerun     string           `json:"rerun,omitempty"`
@@ -41,6 +49,27 @@ type Results struct {
 	// Warnings are things that went wrong without breaking the run, such as a
 	// fault that could not be injected.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// IncompleteLabel is how reports name a run whose history has no closing
+// record.
+const IncompleteLabel = "incomplete run"
+
+// Label is the verdict as people read it: "Unknown (incomplete run)" for a
+// run killed before it finished, "Ok (interrupted)" for one stopped early,
+// else the verdict alone.
+func (r *Results) Label() string {
+	v := string(r.Verdict)
+	if v == "" {
+		v = string(checker.Unknown)
+	}
+	switch {
+	case r.Incomplete:
+		return v + " (" + IncompleteLabel + ")"
+	case r.Interrupted:
+		return v + " (interrupted)"
+	}
+	return v
 }
 
 // TargetEmbedded is the target of results that name none: every run was
