@@ -41,11 +41,11 @@ type Results struct {
 	// Interrupted says the run was stopped early (Ctrl-C): the workload and
 	// the faults ran for less than the time limit, and the checkers judged
 	// what ran.
-	Interrupted bool `json:"interrupted,omitempty"`
-	Started   time.Time        `json:"started,omitzero"`
-	Finished  time.Time        `json:"finished,omitzero"`
-	Rerun     string           `json:"rerun,omitempty"`
-	Error     string           `json:"error,omitempty"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
+	Finished    time.Time `json:"finished,omitzero"`
+	Rerun       string    `json:"rerun,omitempty"`
+	Error       string    `json:"error,omitempty"`
 	// Warnings are things that went wrong without breaking the run, such as a
 	// fault that could not be injected.
 	Warnings []string `json:"warnings,omitempty"`
