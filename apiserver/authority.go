@@ -35,7 +35,49 @@ const (
 	// only by the attach/detach controller (or admin); the fencing
 	// controller breaks one only once its node is confirmed fenced (PS-15).
 	RuleAttach = "PS-15"
+	// RuleNodeRestriction: a kubelet acts only for its own node, so a pod
+	// executes on exactly one node under one kubelet's authority: it
+	// writes its own Node (not its taints or the labels that steer
+	// workloads), the status of the pods bound to it, their deletion and
+	// eviction, and nothing else (PS-1; see noderestriction.go).
+	RuleNodeRestriction = "PS-1"
+	// RulePodLifecycle: each step of a pod's life (creation, binding,
+	// execution, termination, deletion) is written by the component that
+	// owns it, so the steps happen in order (PS-2). It names refusals of
+	// pod, namespace and service writes outside the write table.
+	RulePodLifecycle = "PS-2"
+	// RulePetSet: the pet set is the record the pet controller keeps at
+	// most one pet per identity by (PS-11).
+	RulePetSet = "PS-11"
+	// RuleReplicaSet: a ReplicaSet's replicas and status are the
+	// availability the ReplicaSet controller keeps (PS-7).
+	RuleReplicaSet = "PS-7"
+	// RuleDisruptionBudget: budgets and their allowed disruptions are what
+	// preemption and eviction honour (PR-7).
+	RuleDisruptionBudget = "PR-7"
+	// RulePriorityClass: priority classes map names to priorities (PR-1).
+	RulePriorityClass = "PR-1"
+	// RuleEvent: events are the record of preemptions and fences (PR-15).
+	RuleEvent = "PR-15"
 )
+
+// resourceRules names, per resource, the rule that refuses a write the
+// write table does not grant, when no more specific rule does (see
+// tableRule).
+var resourceRules = map[schema.GroupResource]string{
+	grPods:              RulePodLifecycle,
+	grNamespaces:        RulePodLifecycle,
+	grServices:          RulePodLifecycle,
+	grNodes:             RuleHeartbeat,
+	grLeases:            RuleHeartbeat,
+	grVolumeAttachments: RuleAttach,
+	grStatefulSets:      RulePetSet,
+	grReplicaSets:       RuleReplicaSet,
+	grPDBs:              RuleDisruptionBudget,
+	grPriorityClasses:   RulePriorityClass,
+	grEvents:            RuleEvent,
+	grEventsV1:          RuleEvent,
+}
 
 // Verbs as Authorize sees them: the Kubernetes API verbs.
 const (
@@ -111,24 +153,122 @@ var (
 // Authorize decides whether req may proceed under the pod-safety authority
 // rules. It is a pure function of req: every fact it needs (stored pod, its
 // node, effective grace) is in req, so it can be table-tested and replayed by
-// a checker. Anything no rule mentions is allowed to every authenticated
-// identity.
+// a checker.
+//
+// Reads (get, list, watch) are allowed to every authenticated identity, as
+// upstream's system:node role lets a kubelet get, list and watch pods and
+// nodes: no read changes what runs where. (Upstream's Node authorizer
+// narrows a kubelet's reads to the pods bound to it and its own Node; that
+// guards secrets and limits what a compromised node learns, which no
+// guarantee here is about.)
+//
+// A write must first be granted by the write table (GrantsOf: admin may
+// make every write, the workload identity is the written-down exception of
+// an ordinary user, every other identity has only the writes its component
+// makes); a write the table does not grant is refused under the rule
+// tableRule names. A granted write is then judged by the rules for pods,
+// nodes, leases and attachments, and a kubelet's by the node restriction
+// (noderestriction.go).
 func Authorize(req Request) Decision {
 	switch req.Verb {
 	case VerbGet, VerbList, VerbWatch:
 		return allow
 	}
+	if !granted(req) {
+		return refuseUngranted(req)
+	}
+	var d Decision
 	switch req.Resource {
 	case grPods:
-		return authorizePod(req)
+		d = authorizePod(req)
 	case grNodes:
-		return authorizeNode(req)
+		d = authorizeNode(req)
 	case grLeases:
-		return authorizeLease(req)
+		d = authorizeLease(req)
 	case grVolumeAttachments:
-		return authorizeAttachment(req)
+		d = authorizeAttachment(req)
+	default:
+		d = allow
+	}
+	if !d.Allowed {
+		return d
+	}
+	if node, ok := KubeletNode(req.Identity); ok {
+		return restrictNode(req, node)
 	}
 	return allow
+}
+
+// refuseUngranted is the refusal of a write the write table does not grant.
+func refuseUngranted(req Request) Decision {
+	what := req.Resource.String()
+	if req.Subresource != "" {
+		what += "/" + req.Subresource
+	}
+	if name := requestName(req); name != "" {
+		what += " " + objectRef(req.Namespace, name)
+	} else if req.Namespace != "" {
+		what += " in namespace " + req.Namespace
+	}
+	who := "its component makes no such write"
+	switch {
+	case !KnownIdentity(req.Identity):
+		who = "it is no identity podsafe knows"
+	case isKubelet(req.Identity):
+		who = "a kubelet writes only its own Node and Lease, the status of its pods, and their deletion and eviction"
+	case req.Identity == IdentityWorkload:
+		who = "an ordinary user writes no status, binding, node or attachment"
+	}
+	return refuse(tableRule(req), "%s may not %s %s; %s", req.Identity, req.Verb, what, who)
+}
+
+// tableRule names the rule a write outside the write table is refused
+// under: the rule of the record it would have changed (binding, pod status,
+// node, heart-beat lease, fence token, attachment), else the node
+// restriction for kubelets, else the resource's (resourceRules).
+func tableRule(req Request) string {
+	switch {
+	case req.Resource == grPods && req.Subresource == subBinding:
+		return RuleBind
+	case req.Resource == grPods && req.Subresource == subStatus:
+		return RulePodStatus
+	case req.Resource == grNodes && (req.Verb == VerbDelete || req.Verb == VerbDeleteCollection):
+		return RuleNodeDelete
+	case req.Resource == grNodes:
+		return RuleHeartbeat
+	case req.Resource == grLeases && req.Namespace == KubeLeaseNamespace:
+		return RuleHeartbeat
+	case isFenceTokenLease(req):
+		return RuleFence
+	case req.Resource == grVolumeAttachments:
+		return RuleAttach
+	case isKubelet(req.Identity):
+		return RuleNodeRestriction
+	}
+	if rule, ok := resourceRules[req.Resource]; ok {
+		return rule
+	}
+	return RulePodLifecycle
+}
+
+// requestName is the name of the object req writes: from the URL, or from
+// the object for a create.
+func requestName(req Request) string {
+	if req.Name != "" || req.Object == nil {
+		return req.Name
+	}
+	if m, err := metaOf(req.Object); err == nil {
+		return m.GetName()
+	}
+	return ""
+}
+
+// objectRef renders an object as namespace/name, or name when cluster-scoped.
+func objectRef(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // authorizeAttachment applies the RWO attachment rules of PS-15: only the
@@ -300,15 +440,12 @@ func statusOnlyChanged(a, b corev1.PodStatus, clear func(*corev1.PodStatus)) boo
 
 // authorizeNode applies the node rules: kubelets write only their own Node,
 // the node and fencing controllers update any, only admin deletes, and only
-// the fencing controller and admin touch the fence condition.
+// the fencing controller and admin touch the fence record.
 func authorizeNode(req Request) Decision {
 	id := req.Identity
-	name := req.Name
-	if name == "" {
-		if n, ok := req.Object.(*corev1.Node); ok {
-			name = n.Name
-		}
-	}
+	name := requestName(req)
+	oldNode, _ := req.Old.(*corev1.Node)
+	newNode, _ := req.Object.(*corev1.Node)
 	switch req.Verb {
 	case VerbDelete, VerbDeleteCollection:
 		if id == IdentityAdmin {
@@ -316,51 +453,77 @@ func authorizeNode(req Request) Decision {
 		}
 		return refuse(RuleNodeDelete, "%s may not delete node %s; deleting a node declares it permanently gone, which only admin does", id, name)
 	case VerbCreate:
-		if id == IdentityAdmin || id == KubeletIdentity(name) {
-			return allow
+		if id != IdentityAdmin && id != KubeletIdentity(name) {
+			return refuse(RuleHeartbeat, "%s may not create node %s; a kubelet registers only its own node", id, name)
 		}
-		return refuse(RuleHeartbeat, "%s may not create node %s; a kubelet registers only its own node", id, name)
 	case VerbUpdate, VerbPatch:
 		switch {
 		case id == IdentityAdmin, id == KubeletIdentity(name), id == IdentityNodeController, id == IdentityFencingController:
 		default:
 			return refuse(RuleHeartbeat, "%s may not update node %s; only its own kubelet, the node controller, the fencing controller and admin do", id, name)
 		}
-		if id == IdentityAdmin || id == IdentityFencingController {
-			return allow
-		}
-		oldNode, _ := req.Old.(*corev1.Node)
-		newNode, _ := req.Object.(*corev1.Node)
-		if fenceChanged(oldNode, newNode) {
-			return refuse(RuleFence, "%s may not change condition %s of node %s; only the fencing controller and admin do", id, FencedCondition, name)
-		}
-		if nodeFenced(oldNode) && fenceRecordChanged(oldNode, newNode) {
-			return refuse(RuleFence, "%s may not remove the fence of node %s (taint %s, annotation %s, spec.unschedulable); only the fencing controller and admin do", id, name, FencedTaint, FenceTokenAnnotation)
-		}
+	default:
 		return allow
+	}
+	if id == IdentityAdmin || id == IdentityFencingController {
+		return allow
+	}
+	if what := fenceRecordChange(oldNode, newNode); what != "" {
+		return refuse(RuleFence, "%s may not change the fence record of node %s (%s); only the fencing controller and admin do", id, name, what)
+	}
+	if id == IdentityNodeController && req.Subresource == "" {
+		if what := nodeSpecChange(oldNode, newNode, func(n *corev1.Node) { n.Spec.Taints = nil }); what != "" {
+			return refuse(RuleHeartbeat, "the node controller may change only the taints of node %s, not its %s", name, what)
+		}
 	}
 	return allow
 }
 
-// authorizeLease reserves each node heart-beat lease for its own kubelet.
+// nodeSpecChange names what differs between two versions of a node besides
+// what clear removes from both and the status ("" when nothing does).
+func nodeSpecChange(oldNode, newNode *corev1.Node, clear func(*corev1.Node)) string {
+	if oldNode == nil || newNode == nil {
+		return ""
+	}
+	a, b := oldNode.DeepCopy(), newNode.DeepCopy()
+	for _, n := range []*corev1.Node{a, b} {
+		clear(n)
+		n.Status = corev1.NodeStatus{}
+		n.ResourceVersion, n.Generation, n.ManagedFields = "", 0, nil
+	}
+	switch {
+	case !apiequality.Semantic.DeepEqual(a.Spec, b.Spec):
+		return "spec"
+	case !apiequality.Semantic.DeepEqual(a.ObjectMeta, b.ObjectMeta):
+		return "metadata"
+	}
+	return ""
+}
+
+// authorizeLease reserves each node heart-beat lease for its own kubelet and
+// the fence token lease for the fencing controller.
 func authorizeLease(req Request) Decision {
-	if req.Namespace != KubeLeaseNamespace {
-		return allow
-	}
 	id := req.Identity
-	if id == IdentityAdmin {
+	name := requestName(req)
+	switch {
+	case id == IdentityAdmin:
 		return allow
-	}
-	name := req.Name
-	if name == "" && req.Object != nil {
-		if m, err := metaOf(req.Object); err == nil {
-			name = m.GetName()
+	case isFenceTokenLease(req):
+		if id == IdentityFencingController {
+			return allow
 		}
-	}
-	if name != "" && id == KubeletIdentity(name) {
+		return refuse(RuleFence, "%s may not %s lease %s/%s; the fence token counter is written only by the fencing controller", id, req.Verb, req.Namespace, name)
+	case req.Namespace != KubeLeaseNamespace:
+		return allow
+	case name != "" && id == KubeletIdentity(name):
 		return allow
 	}
 	return refuse(RuleHeartbeat, "%s may not %s lease %s/%s; a node's lease is written only by its own kubelet", id, req.Verb, req.Namespace, name)
+}
+
+// isFenceTokenLease reports whether req writes the fence token lease.
+func isFenceTokenLease(req Request) bool {
+	return req.Resource == grLeases && req.Namespace == FenceTokenLeaseNamespace && requestName(req) == FenceTokenLeaseName
 }
 
 // podRef renders the pod a request is about as namespace/name.
@@ -388,64 +551,4 @@ func isKubelet(identity string) bool {
 // podTerminal reports whether a pod's phase is Succeeded or Failed.
 func podTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// fenceRecordChanged reports whether an update of a node removes or alters
-// what a fence put on it besides the condition: the fence taint, the fence
-// token annotation, or the cordon.
-func fenceRecordChanged(oldNode, newNode *corev1.Node) bool {
-	if oldNode == nil || newNode == nil {
-		return false
-	}
-	if oldNode.Spec.Unschedulable && !newNode.Spec.Unschedulable {
-		return true
-	}
-	if oldNode.Annotations[FenceTokenAnnotation] != newNode.Annotations[FenceTokenAnnotation] {
-		return true
-	}
-	return hasTaint(oldNode, FencedTaint) && !hasTaint(newNode, FencedTaint)
-}
-
-func hasTaint(n *corev1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-// nodeFenced reports whether node carries the fence condition with status True.
-func nodeFenced(node *corev1.Node) bool {
-	c := nodeCondition(node, FencedCondition)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// nodeReady reports whether node exists and its Ready condition is True.
-func nodeReady(node *corev1.Node) bool {
-	c := nodeCondition(node, corev1.NodeReady)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// nodeCondition returns node's condition of type t, or nil.
-func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	if node == nil {
-		return nil
-	}
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == t {
-			return &node.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// fenceChanged reports whether the fence condition's presence or status
-// differs between two versions of a node.
-func fenceChanged(oldNode, newNode *corev1.Node) bool {
-	a, b := nodeCondition(oldNode, FencedCondition), nodeCondition(newNode, FencedCondition)
-	if (a == nil) != (b == nil) {
-		return true
-	}
-	return a != nil && a.Status != b.Status
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,7 +11,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // authorityCase is one request through the HTTP API: setup prepares the
@@ -24,14 +27,15 @@ type authorityCase struct {
 	rule     string // "" when allowed
 }
 
-// runAuthorityCases runs each case on a fresh store and checks the answer
-// and, for refusals, that the store did not change.
-func runAuthorityCases(t *testing.T, cases []authorityCase) {
+// runAuthorityCases runs each case on a fresh store (its Config adjusted
+// by adjust) and checks the answer and, for refusals, that the store did
+// not change.
+func runAuthorityCases(t *testing.T, cases []authorityCase, adjust ...func(*Config)) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newTestEnv(t)
+			e := newTestEnv(t, adjust...)
 			ctx := testCtx(t)
 			if tc.setup != nil {
 				tc.setup(t, e)
@@ -296,3 +300,149 @@ func TestBypassAuthority(t *testing.T) {
 		t.Errorf("pod still stored after a bypassed force deletion")
 	}
 }
+
+// TestAuthorityNodeRestriction covers the node restriction (PS-1) and the
+// fence record (PS-14) through the API with each identity's own token: a
+// kubelet writes only its own node's pods, and nobody but the fencing
+// controller and admin changes a fence taint.
+func TestAuthorityNodeRestriction(t *testing.T) {
+	pods := func(c kubernetes.Interface) typedPods { return c.CoreV1().Pods("default") }
+	// podOn seeds node-0 and node-1 and pet web-0 on node, owned by set web.
+	podOn := func(node string) func(*testing.T, *testEnv) {
+		return func(t *testing.T, e *testEnv) {
+			for _, n := range []string{"node-0", "node-1"} {
+				e.seedNode(makeNode(n).condition(corev1.NodeReady, corev1.ConditionTrue).obj())
+			}
+			p := makePod("web-0").node(node).phase(corev1.PodRunning).obj()
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid"}}
+			e.seedPod(p)
+		}
+	}
+	deleteGracefully := func(ctx context.Context, c kubernetes.Interface) error {
+		return pods(c).Delete(ctx, "web-0", metav1.DeleteOptions{})
+	}
+	evict := func(ctx context.Context, c kubernetes.Interface) error {
+		return pods(c).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default"}})
+	}
+	addFinalizer := func(ctx context.Context, c kubernetes.Interface) error {
+		_, err := pods(c).Patch(ctx, "web-0", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{})
+		return err
+	}
+	stripOwners := func(ctx context.Context, c kubernetes.Interface) error {
+		p, err := pods(c).Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.OwnerReferences = nil
+		_, err = pods(c).Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	}
+	createPod := func(ctx context.Context, c kubernetes.Interface) error {
+		_, err := pods(c).Create(ctx, makePod("mirror").obj(), metav1.CreateOptions{})
+		return err
+	}
+
+	// fencedNode0 seeds node-0 as the fencing controller leaves it.
+	fencedNode0 := func(t *testing.T, e *testEnv) {
+		at := metav1.NewTime(testStart)
+		n := makeNode("node-0").condition(corev1.NodeReady, corev1.ConditionUnknown).obj()
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: FencedCondition, Status: corev1.ConditionTrue,
+			Reason: "Fenced", Message: "fence token 1 confirmed by power", LastTransitionTime: at})
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = []corev1.Taint{{Key: FencedTaint, Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}}
+		n.Annotations = map[string]string{FenceTokenAnnotation: "1"}
+		e.seedNode(n)
+	}
+	changeNode := func(change func(*corev1.Node)) func(context.Context, kubernetes.Interface) error {
+		return func(ctx context.Context, c kubernetes.Interface) error {
+			n, err := c.CoreV1().Nodes().Get(ctx, "node-0", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(n)
+			_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}
+	}
+	weakenFence := changeNode(func(n *corev1.Node) {
+		for i := range n.Spec.Taints {
+			if n.Spec.Taints[i].Key == FencedTaint {
+				n.Spec.Taints[i].Effect = corev1.TaintEffectPreferNoSchedule
+			}
+		}
+	})
+	patchFenceEffect := func(ctx context.Context, c kubernetes.Interface) error {
+		n, err := c.CoreV1().Nodes().Get(ctx, "node-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": []map[string]any{{
+			"key": FencedTaint, "effect": "PreferNoSchedule", "timeAdded": n.Spec.Taints[0].TimeAdded}}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.CoreV1().Nodes().Patch(ctx, "node-0", types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+	clearCondition := func(ctx context.Context, c kubernetes.Interface) error {
+		n, err := c.CoreV1().Nodes().Get(ctx, "node-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		nodeCondition(n, FencedCondition).Reason = "Recovered"
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	}
+	addTaint := changeNode(func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/x", Effect: corev1.TaintEffectNoSchedule})
+	})
+	node0 := func(t *testing.T, e *testEnv) {
+		e.seedNode(makeNode("node-0").condition(corev1.NodeReady, corev1.ConditionTrue).obj())
+	}
+	k0, k1, k2 := KubeletIdentity("node-0"), KubeletIdentity("node-1"), KubeletIdentity("node-2")
+	runAuthorityCases(t, []authorityCase{
+		{name: "PS-1 kubelet deletes its own pod gracefully", identity: k1, setup: podOn("node-1"), do: deleteGracefully},
+		{name: "PS-1 kubelet of node-0 may not delete a pod on node-1", identity: k0, setup: podOn("node-1"), do: deleteGracefully, rule: RuleNodeRestriction},
+		{name: "PS-1 kubelet evicts its own pod", identity: k1, setup: podOn("node-1"), do: evict},
+		{name: "PS-1 kubelet may not evict a pod of another node", identity: k0, setup: podOn("node-1"), do: evict, rule: RuleNodeRestriction},
+		{name: "PS-1 kubelet of node-2 may not add a finalizer to a pet on node-0", identity: k2, setup: podOn("node-0"), do: addFinalizer, rule: RuleNodeRestriction},
+		{name: "PS-1 kubelet of node-2 may not strip a pet's ownerReferences", identity: k2, setup: podOn("node-0"), do: stripOwners, rule: RuleNodeRestriction},
+		{name: "PS-1 kubelet may not strip its own pet's ownerReferences", identity: k0, setup: podOn("node-0"), do: stripOwners, rule: RuleNodeRestriction},
+		{name: "PS-1 the workload adds a finalizer", identity: IdentityWorkload, setup: podOn("node-0"), do: addFinalizer},
+		{name: "PS-1 the workload strips ownerReferences", identity: IdentityWorkload, setup: podOn("node-0"), do: stripOwners},
+		{name: "PS-1 kubelet may not create a pod", identity: k0, do: createPod, rule: RuleNodeRestriction},
+		{name: "PS-1 kubelet may not change its taints", identity: k0, setup: node0, do: addTaint, rule: RuleNodeRestriction},
+		{name: "PS-1 node controller taints a node", identity: IdentityNodeController, setup: node0, do: addTaint},
+		{name: "PS-14 kubelet may not weaken its fence taint", identity: k0, setup: fencedNode0, do: weakenFence, rule: RuleFence},
+		{name: "PS-14 kubelet may not patch its fence taint's effect", identity: k0, setup: fencedNode0, do: patchFenceEffect, rule: RuleFence},
+		{name: "PS-14 node controller may not weaken a fence taint", identity: IdentityNodeController, setup: fencedNode0, do: weakenFence, rule: RuleFence},
+		{name: "PS-14 node controller may not patch a fence taint's effect", identity: IdentityNodeController, setup: fencedNode0, do: patchFenceEffect, rule: RuleFence},
+		{name: "PS-14 kubelet may not rewrite its fence condition", identity: k0, setup: fencedNode0, do: clearCondition, rule: RuleFence},
+		{name: "PS-14 fencing controller changes the fence taint", identity: IdentityFencingController, setup: fencedNode0, do: weakenFence},
+		{name: "PS-14 fencing controller patches the fence taint", identity: IdentityFencingController, setup: fencedNode0, do: patchFenceEffect},
+		{name: "PS-14 admin changes the fence taint", identity: IdentityAdmin, setup: fencedNode0, do: weakenFence},
+		{name: "PS-14 admin rewrites the fence condition", identity: IdentityAdmin, setup: fencedNode0, do: clearCondition},
+	}, withKubeletToken("node-0"))
+}
+
+// withKubeletToken adds the test token of node's kubelet.
+func withKubeletToken(node string) func(*Config) {
+	return func(c *Config) { c.Tokens[tokenOf(KubeletIdentity(node))] = KubeletIdentity(node) }
+}
+
+// TestBypassAuthorityNodeRestriction checks that the planted bug lets a
+// node-restriction refusal through too.
+func TestBypassAuthorityNodeRestriction(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.BypassAuthority = true }, withKubeletToken("node-0"))
+	seedRunning()(t, e)
+	err := e.client(KubeletIdentity("node-0")).CoreV1().Pods("default").Delete(testCtx(t), "p", metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatalf("kubelet:node-0 deleting a pod of node-1 with authority bypassed: %v", err)
+	}
+	if p := e.storedPod("default", "p"); p == nil || p.DeletionTimestamp == nil {
+		t.Errorf("pod not terminating after a bypassed deletion: %+v", p)
+	}
+}
+
+// typedPods is the pods client of one namespace.
+type typedPods = corev1client.PodInterface

@@ -177,7 +177,12 @@ func TestAuthorize(t *testing.T) {
 		{"PS-13 kubelet may not renew another node's lease", leaseWrite(kubelet1, KubeLeaseNamespace, "node-2"), refusedBy(RuleHeartbeat)},
 		{"PS-13 node controller may not write a node lease", leaseWrite(IdentityNodeController, KubeLeaseNamespace, "node-1"), refusedBy(RuleHeartbeat)},
 		{"PS-13 admin writes a node lease", leaseWrite(IdentityAdmin, KubeLeaseNamespace, "node-1"), allowed},
-		{"leases elsewhere are anyone's", leaseWrite(IdentityScheduler, "kube-system", "scheduler"), allowed},
+		{"the workload writes its own leases", leaseWrite(IdentityWorkload, "default", "register-0"), allowed},
+		{"the scheduler writes no lease", leaseWrite(IdentityScheduler, "kube-system", "scheduler"), refusedBy(RuleHeartbeat)},
+		{"PS-14 fencing controller writes the fence token", leaseWrite(IdentityFencingController, FenceTokenLeaseNamespace, FenceTokenLeaseName), allowed},
+		{"PS-14 fencing controller writes no other lease", leaseWrite(IdentityFencingController, FenceTokenLeaseNamespace, "other"), refusedBy(RuleHeartbeat)},
+		{"PS-14 the workload may not write the fence token", leaseWrite(IdentityWorkload, FenceTokenLeaseNamespace, FenceTokenLeaseName), refusedBy(RuleFence)},
+		{"PS-14 admin writes the fence token", leaseWrite(IdentityAdmin, FenceTokenLeaseNamespace, FenceTokenLeaseName), allowed},
 
 		// PS-15: RWO volume attachments.
 		{"PS-15 attach/detach controller attaches", vaWrite(IdentityAttachDetachController, VerbCreate, nil, va("node-1"), nil), allowed},
@@ -196,8 +201,10 @@ func TestAuthorize(t *testing.T) {
 
 		// Everything else.
 		{"reads are anyone's", Request{Identity: IdentityWorkload, Verb: VerbList, Resource: grNodes}, allowed},
-		{"other resources are anyone's", Request{Identity: IdentityWorkload, Verb: VerbDelete,
+		{"the workload deletes its sets", Request{Identity: IdentityWorkload, Verb: VerbDelete,
 			Resource: schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Name: "s"}, allowed},
+		{"PS-11 the pod GC may not delete a set", Request{Identity: IdentityPodGC, Verb: VerbDelete,
+			Resource: schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Name: "s"}, refusedBy(RulePetSet)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,5 +256,97 @@ func TestEffectiveGracePeriod(t *testing.T) {
 				t.Errorf("EffectiveGracePeriod = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWriteTable checks the write table both ways: every identity may make
+// each write of its row, and a write of its component's resources outside
+// its row is refused naming the rule of the record it would change.
+func TestWriteTable(t *testing.T) {
+	for id, grants := range writeGrants {
+		for _, g := range grants {
+			for _, verb := range g.Verbs {
+				req := Request{Identity: id, Verb: verb, Resource: g.Resource, Subresource: g.Subresource, Namespace: g.Namespace, Name: g.Name}
+				if !granted(req) {
+					t.Errorf("%s: %s %s not granted though its row lists it", id, verb, g)
+				}
+			}
+		}
+	}
+	if _, all := GrantsOf(IdentityAdmin); !all {
+		t.Errorf("admin may not make every write")
+	}
+	if grants, all := GrantsOf("intruder"); all || len(grants) > 0 {
+		t.Errorf("an unknown identity has grants %v", grants)
+	}
+
+	w := func(id, verb string, gr schema.GroupResource, sub, ns, name string) Request {
+		return Request{Identity: id, Verb: verb, Resource: gr, Subresource: sub, Namespace: ns, Name: name}
+	}
+	allowed := Decision{Allowed: true}
+	refusedBy := func(rule string) Decision { return Decision{Rule: rule} }
+	unbound := makePod("p").obj()
+	checkAuthorize(t, []authorityCaseTable{
+		{"scheduler binds", w(IdentityScheduler, VerbCreate, grPods, subBinding, "default", "p"), allowed},
+		{"scheduler records an event", w(IdentityScheduler, VerbCreate, grEvents, "", "default", "e"), allowed},
+		{"scheduler may not create a pod", Request{Identity: IdentityScheduler, Verb: VerbCreate, Resource: grPods, Namespace: "default", Object: unbound}, refusedBy(RulePodLifecycle)},
+		{"scheduler may not update a pod", w(IdentityScheduler, VerbUpdate, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
+		{"scheduler may not evict", w(IdentityScheduler, VerbCreate, grPods, subEviction, "default", "p"), refusedBy(RulePodLifecycle)},
+		{"node controller may not create a pod", w(IdentityNodeController, VerbCreate, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
+		{"node controller may not write a lease", w(IdentityNodeController, VerbUpdate, grLeases, "", "default", "l"), refusedBy(RuleHeartbeat)},
+		{"pod GC may not write status", w(IdentityPodGC, VerbUpdate, grPods, subStatus, "default", "p"), refusedBy(RulePodStatus)},
+		{"pod GC may not update a node", w(IdentityPodGC, VerbUpdate, grNodes, "", "", "node-1"), refusedBy(RuleHeartbeat)},
+		{"pet controller creates a pet", Request{Identity: IdentityPetController, Verb: VerbCreate, Resource: grPods, Namespace: "default", Object: unbound}, allowed},
+		{"pet controller writes its set's status", w(IdentityPetController, VerbUpdate, grStatefulSets, subStatus, "default", "web"), allowed},
+		{"pet controller may not update a pet", w(IdentityPetController, VerbPatch, grPods, "", "default", "web-0"), refusedBy(RulePodLifecycle)},
+		{"pet controller may not scale its set", w(IdentityPetController, VerbUpdate, grStatefulSets, subScale, "default", "web"), refusedBy(RulePetSet)},
+		{"pet controller may not write a ReplicaSet's status", w(IdentityPetController, VerbUpdate, grReplicaSets, subStatus, "default", "rs"), refusedBy(RuleReplicaSet)},
+		{"replicaset controller writes its set's status", w(IdentityReplicaSetController, VerbPatch, grReplicaSets, subStatus, "default", "rs"), allowed},
+		{"replicaset controller may not delete its set", w(IdentityReplicaSetController, VerbDelete, grReplicaSets, "", "default", "rs"), refusedBy(RuleReplicaSet)},
+		{"disruption controller writes budget status", w(IdentityDisruptionController, VerbUpdate, grPDBs, subStatus, "default", "b"), allowed},
+		{"disruption controller may not change a budget", w(IdentityDisruptionController, VerbUpdate, grPDBs, "", "default", "b"), refusedBy(RuleDisruptionBudget)},
+		{"disruption controller may not evict", w(IdentityDisruptionController, VerbCreate, grPods, subEviction, "default", "p"), refusedBy(RulePodLifecycle)},
+		{"attach/detach controller may not delete a pod", w(IdentityAttachDetachController, VerbDelete, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
+		{"fencing controller records an event", w(IdentityFencingController, VerbCreate, grEvents, "", "default", "e"), allowed},
+		{"fencing controller may not create a pod", w(IdentityFencingController, VerbCreate, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
+		{"fencing controller may not write pod status", w(IdentityFencingController, VerbUpdate, grPods, subStatus, "default", "p"), refusedBy(RulePodStatus)},
+		{"fencing controller may not attach", w(IdentityFencingController, VerbCreate, grVolumeAttachments, "", "", "va"), refusedBy(RuleAttach)},
+		{"workload creates a priority class", w(IdentityWorkload, VerbCreate, grPriorityClasses, "", "", "high"), allowed},
+		{"workload creates a namespace", w(IdentityWorkload, VerbCreate, grNamespaces, "", "", "ns"), allowed},
+		{"workload creates a budget", w(IdentityWorkload, VerbCreate, grPDBs, "", "default", "b"), allowed},
+		{"workload scales a set", w(IdentityWorkload, VerbUpdate, grStatefulSets, subScale, "default", "web"), allowed},
+		{"workload evicts a pod", Request{Identity: IdentityWorkload, Verb: VerbCreate, Resource: grPods, Subresource: subEviction, Namespace: "default", Name: "p",
+			Old: makePod("p").node("node-1").phase(corev1.PodRunning).obj(), GracePeriodSeconds: int64p(30)}, allowed},
+		{"workload may not write a budget's status", w(IdentityWorkload, VerbUpdate, grPDBs, subStatus, "default", "b"), refusedBy(RuleDisruptionBudget)},
+		{"workload may not write a set's status", w(IdentityWorkload, VerbUpdate, grStatefulSets, subStatus, "default", "web"), refusedBy(RulePetSet)},
+		{"workload may not attach", w(IdentityWorkload, VerbCreate, grVolumeAttachments, "", "", "va"), refusedBy(RuleAttach)},
+		{"workload may not register a node", w(IdentityWorkload, VerbCreate, grNodes, "", "", "node-9"), refusedBy(RuleHeartbeat)},
+		{"an unknown identity may not create a pod", w("intruder", VerbCreate, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
+		{"an unknown identity reads", w("intruder", VerbGet, grPods, "", "default", "p"), allowed},
+		{"admin writes a set's status", w(IdentityAdmin, VerbUpdate, grStatefulSets, subStatus, "default", "web"), allowed},
+		{"admin writes a budget's status", w(IdentityAdmin, VerbUpdate, grPDBs, subStatus, "default", "b"), allowed},
+	})
+}
+
+// TestResourceRules checks that every served resource names the rule its
+// ungranted writes are refused under, and that every identity the server
+// knows has a row (or is admin or a kubelet).
+func TestResourceRules(t *testing.T) {
+	for _, spec := range resourceTable {
+		gr := schema.GroupResource{Group: spec.group, Resource: spec.resource}
+		if _, ok := resourceRules[gr]; !ok {
+			t.Errorf("resource %s has no rule in resourceRules", gr)
+		}
+	}
+	for _, id := range []string{IdentityScheduler, IdentityNodeController, IdentityPodGC, IdentityPetController,
+		IdentityReplicaSetController, IdentityFencingController, IdentityAttachDetachController, IdentityDisruptionController, IdentityWorkload} {
+		if len(writeGrants[id]) == 0 {
+			t.Errorf("identity %s has no row in the write table", id)
+		}
+	}
+	for id := range writeGrants {
+		if !KnownIdentity(id) {
+			t.Errorf("write table row for unknown identity %q", id)
+		}
 	}
 }

@@ -288,7 +288,7 @@ func TestPriorityAdmission(t *testing.T) {
 func TestScale(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := testCtx(t)
-	c := e.client(IdentityPetController)
+	c := e.client(IdentityWorkload)
 	three := int32(3)
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},

@@ -2,9 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The identities the API server knows. A bearer token maps to exactly one of
@@ -102,4 +105,188 @@ func withIdentity(ctx context.Context, identity string) context.Context {
 func IdentityFrom(ctx context.Context) string {
 	id, _ := ctx.Value(identityKey{}).(string)
 	return id
+}
+
+// FenceRequestAnnotation on a node, with any value, is an admin's request
+// that the fencing controller fence it. With FencedTaint, FencedCondition and
+// FenceTokenAnnotation it is part of the fence record that only the fencing
+// controller and admin may change (PS-14).
+const FenceRequestAnnotation = "podsafe.io/fence-request"
+
+// FenceTokenLeaseNamespace and FenceTokenLeaseName name the Lease whose
+// spec.leaseTransitions is the cluster-wide fence token counter: only the
+// fencing controller and admin write it, so tokens strictly increase
+// (PS-14).
+const (
+	FenceTokenLeaseNamespace = "kube-system"
+	FenceTokenLeaseName      = "podsafe-fence-token"
+)
+
+// Grant lets an identity make the write Verbs on Resource (and
+// Subresource, "" for the object itself). Namespace and Name, when set,
+// narrow it to objects of that namespace and name.
+type Grant struct {
+	Resource        schema.GroupResource
+	Subresource     string
+	Verbs           []string
+	Namespace, Name string
+}
+
+// String renders a grant as resource[/subresource] verbs, for docs and
+// test failures.
+func (g Grant) String() string {
+	what := g.Resource.String()
+	if g.Subresource != "" {
+		what += "/" + g.Subresource
+	}
+	if g.Namespace != "" || g.Name != "" {
+		what += fmt.Sprintf(" (%s)", objectRef(g.Namespace, g.Name))
+	}
+	return what + " " + strings.Join(g.Verbs, ",")
+}
+
+// matches reports whether g covers the write req.
+func (g Grant) matches(req Request) bool {
+	if g.Resource != req.Resource || g.Subresource != req.Subresource || !slices.Contains(g.Verbs, req.Verb) {
+		return false
+	}
+	if g.Namespace != "" && g.Namespace != req.Namespace {
+		return false
+	}
+	return g.Name == "" || g.Name == requestName(req)
+}
+
+var (
+	grNamespaces   = schema.GroupResource{Resource: "namespaces"}
+	grServices     = schema.GroupResource{Resource: "services"}
+	grEvents       = schema.GroupResource{Resource: "events"}
+	grEventsV1     = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	grStatefulSets = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	grReplicaSets  = schema.GroupResource{Group: "apps", Resource: "replicasets"}
+)
+
+// Write verb sets of the grant table.
+var (
+	verbsCreate = []string{VerbCreate}
+	verbsUpdate = []string{VerbUpdate, VerbPatch}
+	verbsDelete = []string{VerbDelete}
+	verbsAll    = []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete, VerbDeleteCollection}
+)
+
+// writeGrants is the write table: every write each identity may make,
+// derived from the calls podsafe's components make (cited per row). A write
+// no row grants is refused (see Authorize), and a granted write is still
+// judged by the rules of authority.go and noderestriction.go. Admin is not
+// in the table: it may make every write (the confirmed user of PS-16).
+// Every kubelet shares the kubeletGrants row, narrowed to its own node by
+// the node restriction.
+var writeGrants = map[string][]Grant{
+	// scheduler/binder.go: bind, nominate and condition patches, graceful
+	// deletion of preemption victims, the Preempted and Scheduled events.
+	IdentityScheduler: {
+		{Resource: grPods, Subresource: subBinding, Verbs: verbsCreate},
+		{Resource: grPods, Subresource: subStatus, Verbs: verbsUpdate},
+		{Resource: grPods, Verbs: verbsDelete},
+		{Resource: grEvents, Verbs: verbsCreate},
+	},
+	// controller/nodelifecycle.go: Ready=Unknown and the unreachable taint
+	// on nodes, NodeDown on pods, graceful deletion of their pods.
+	IdentityNodeController: {
+		{Resource: grNodes, Verbs: verbsUpdate},
+		{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
+		{Resource: grPods, Subresource: subStatus, Verbs: verbsUpdate},
+		{Resource: grPods, Verbs: verbsDelete},
+	},
+	// controller/podgc.go: deletion of terminated and orphaned pods.
+	IdentityPodGC: {
+		{Resource: grPods, Verbs: verbsDelete},
+	},
+	// controller/pet.go: pets created and deleted, the set's status.
+	IdentityPetController: {
+		{Resource: grPods, Verbs: []string{VerbCreate, VerbDelete}},
+		{Resource: grStatefulSets, Subresource: subStatus, Verbs: verbsUpdate},
+	},
+	// controller/replicaset.go: replicas created and deleted, the set's
+	// status.
+	IdentityReplicaSetController: {
+		{Resource: grPods, Verbs: []string{VerbCreate, VerbDelete}},
+		{Resource: grReplicaSets, Subresource: subStatus, Verbs: verbsUpdate},
+	},
+	// controller/attachdetach.go: attachments created, marked attached
+	// and deleted.
+	IdentityAttachDetachController: {
+		{Resource: grVolumeAttachments, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grVolumeAttachments, Subresource: subStatus, Verbs: verbsUpdate},
+	},
+	// controller/disruption.go: the budgets' status.
+	IdentityDisruptionController: {
+		{Resource: grPDBs, Subresource: subStatus, Verbs: verbsUpdate},
+	},
+	// fencing/: the fence token lease (token.go), the fence record and its
+	// removal (record.go, unfence.go), force deletion of a fenced node's
+	// pods and attachments (forcedelete.go), its events (controller.go).
+	IdentityFencingController: {
+		{Resource: grLeases, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch}, Namespace: FenceTokenLeaseNamespace, Name: FenceTokenLeaseName},
+		{Resource: grNodes, Verbs: verbsUpdate},
+		{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
+		{Resource: grPods, Verbs: verbsDelete},
+		{Resource: grVolumeAttachments, Verbs: verbsDelete},
+		{Resource: grEvents, Verbs: verbsCreate},
+	},
+	// The written-down exception: workload is an ordinary user running
+	// applications (workload/, specs/). It writes what an application
+	// owner writes, in any namespace: pods (unbound, LC-3), their
+	// evictions, the sets and their scale, budgets, leases (its
+	// registers), services and events; and it sets up the namespaces and
+	// priority classes its scenario names. It writes no status, binds
+	// nothing and touches no node or attachment.
+	IdentityWorkload: {
+		{Resource: grPods, Verbs: verbsAll},
+		{Resource: grPods, Subresource: subEviction, Verbs: verbsCreate},
+		{Resource: grStatefulSets, Verbs: verbsAll},
+		{Resource: grStatefulSets, Subresource: subScale, Verbs: verbsUpdate},
+		{Resource: grReplicaSets, Verbs: verbsAll},
+		{Resource: grReplicaSets, Subresource: subScale, Verbs: verbsUpdate},
+		{Resource: grPDBs, Verbs: verbsAll},
+		{Resource: grLeases, Verbs: verbsAll},
+		{Resource: grServices, Verbs: verbsAll},
+		{Resource: grEvents, Verbs: verbsAll},
+		{Resource: grEventsV1, Verbs: verbsAll},
+		{Resource: grNamespaces, Verbs: verbsAll},
+		{Resource: grPriorityClasses, Verbs: verbsAll},
+	},
+}
+
+// kubeletGrants is every kubelet's row of the write table (kubelet/):
+// register and heart-beat its Node (node.go; the cluster registers nodes
+// with the same identity), renew its Lease (lease.go), report and finish
+// its pods (status.go). Upstream's system:node role also lets a node
+// create mirror pods, write events and delete its lease; podsafe's
+// kubelets do none of these, so they are refused.
+var kubeletGrants = []Grant{
+	{Resource: grNodes, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch}},
+	{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
+	{Resource: grLeases, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch}, Namespace: KubeLeaseNamespace},
+	{Resource: grPods, Subresource: subStatus, Verbs: verbsUpdate},
+	{Resource: grPods, Verbs: verbsDelete},
+	{Resource: grPods, Subresource: subEviction, Verbs: verbsCreate},
+}
+
+// GrantsOf returns identity's row of the write table, and all true for
+// admin, who may make every write. A kubelet's row is kubeletGrants; an
+// unknown identity has none.
+func GrantsOf(identity string) (grants []Grant, all bool) {
+	if identity == IdentityAdmin {
+		return nil, true
+	}
+	if isKubelet(identity) {
+		return kubeletGrants, false
+	}
+	return writeGrants[identity], false
+}
+
+// granted reports whether the write table lets req's identity make req.
+func granted(req Request) bool {
+	grants, all := GrantsOf(req.Identity)
+	return all || slices.ContainsFunc(grants, func(g Grant) bool { return g.matches(req) })
 }

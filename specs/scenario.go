@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/kubelet"
@@ -90,7 +94,87 @@ type Scenario struct {
 	// follows.
 	Steps []Step `json:"steps,omitempty"`
 
+	// given holds the defaulted fields (JSON paths, see flagOf) that a
+	// file or a flag set explicitly: Defaults leaves a given zero alone,
+	// for Validate to refuse, rather than silently running the default.
+	given map[string]bool
+
 	_ struct{}
+}
+
+// flagOf maps the scenario fields that Defaults fills in when zero, by JSON
+// path, to the `podsafe test` flag that sets each, so that an error names
+// both.
+var flagOf = map[string]string{
+	"duration":         "time-limit",
+	"nemesisInterval":  "nemesis-interval",
+	"timeScale":        "time-scale",
+	"concurrency":      "concurrency",
+	"keys":             "keys",
+	"topology.members": "members",
+	"kube.apiservers":  "apiservers",
+}
+
+// SetGiven records that the scenario field at path (a JSON path such as
+// "duration" or "topology.members") was given explicitly, on the command
+// line or in a file. Defaults then leaves it alone even when it is zero,
+// and Validate refuses a zero that is out of range instead of running the
+// default. Paths other than those Defaults fills in are ignored.
+func (s *Scenario) SetGiven(path string) {
+	if _, ok := flagOf[path]; !ok {
+		return
+	}
+	if s.given == nil {
+		s.given = map[string]bool{}
+	}
+	s.given[path] = true
+}
+
+// Given reports whether the field at path was given explicitly (SetGiven).
+func (s *Scenario) Given(path string) bool { return s.given[path] }
+
+// defaulted reports whether Defaults may fill in the field at path: it was
+// not given explicitly.
+func (s *Scenario) defaulted(path string) bool { return !s.given[path] }
+
+// fieldRef names the field at path for an error: the flag, and the
+// scenario field too where its name differs ("--time-limit (scenario
+// duration)").
+func fieldRef(path string) string {
+	flag, ok := flagOf[path]
+	switch {
+	case !ok:
+		return "scenario " + path
+	case flag == path:
+		return "--" + flag
+	default:
+		return "--" + flag + " (scenario " + path + ")"
+	}
+}
+
+// ParseScenario reads a scenario from YAML or JSON, strictly: an unknown
+// field is an error. The defaulted fields the document sets (even to zero)
+// are recorded as given (see SetGiven).
+func ParseScenario(b []byte) (Scenario, error) {
+	var s Scenario
+	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return s, err
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return s, err
+	}
+	for path := range flagOf {
+		m := raw
+		parts := strings.Split(path, ".")
+		for _, p := range parts[:len(parts)-1] {
+			m, _ = m[p].(map[string]any)
+		}
+		if _, ok := m[parts[len(parts)-1]]; ok {
+			s.SetGiven(path)
+		}
+	}
+	return s, nil
 }
 
 // Targets of Scenario.Target.
@@ -139,7 +223,9 @@ type KubeletScenario struct {
 	APIServers map[string]int `json:"apiservers,omitempty"`
 }
 
-// Defaults fills zero fields with the defaults of `podsafe test`.
+// Defaults fills zero fields with the defaults of `podsafe test`, except
+// those given explicitly (SetGiven, ParseScenario): a zero given is left for
+// Validate to refuse.
 func (s *Scenario) Defaults() {
 	if s.Workload == "" {
 		s.Workload = "register"
@@ -150,19 +236,25 @@ func (s *Scenario) Defaults() {
 			s.Name += "-" + strings.ReplaceAll(strings.Join(s.Nemesis, "+"), ",", "+")
 		}
 	}
-	if s.Topology.Members == 0 {
-		nodes, zones := len(s.Topology.Nodes), 1
-		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets && nodes == 0 {
+	switch {
+	case s.Topology.Members != 0 || !s.defaulted("topology.members"):
+	case len(s.Topology.Nodes) > 0:
+		// Nodes the scenario lists are kept as they are (names, labels,
+		// taints); only the members are the default.
+		s.Topology.Members = 3
+	default:
+		nodes, zones := 0, 1
+		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets {
 			// A workload that runs pods gets the CLI's default nodes, in
 			// as many zones as it needs.
 			nodes, zones = max(3, w.Needs().MinNodes), max(1, w.Needs().Zones)
 		}
 		s.Topology = cluster.DefaultTopology(3, nodes, zones)
 	}
-	if s.NemesisInterval == 0 {
+	if s.NemesisInterval == 0 && s.defaulted("nemesisInterval") {
 		s.NemesisInterval = Duration(5 * time.Second)
 	}
-	if s.Duration == 0 {
+	if s.Duration == 0 && s.defaulted("duration") {
 		s.Duration = Duration(30 * time.Second)
 	}
 	if s.Target == "" {
@@ -172,7 +264,7 @@ func (s *Scenario) Defaults() {
 		if s.Kube == nil {
 			s.Kube = &KubeScenario{}
 		}
-		if s.Kube.APIServers == 0 {
+		if s.Kube.APIServers == 0 && s.defaulted("kube.apiservers") {
 			s.Kube.APIServers = 1
 		}
 		if s.Kube.Network == "" {
@@ -188,15 +280,15 @@ func (s *Scenario) Defaults() {
 			s.Kube.Timings = kube.DefaultTimings()
 		}
 		// Real components run in real time.
-		if s.TimeScale == 0 {
+		if s.TimeScale == 0 && s.defaulted("timeScale") {
 			s.TimeScale = 1
 		}
 	}
-	if s.Target == TargetKubeconfig && s.TimeScale == 0 {
+	if s.Target == TargetKubeconfig && s.TimeScale == 0 && s.defaulted("timeScale") {
 		// An existing cluster runs in real time.
 		s.TimeScale = 1
 	}
-	if s.TimeScale == 0 {
+	if s.TimeScale == 0 && s.defaulted("timeScale") {
 		// The store alone runs in real time; a workload with kubelets and
 		// controllers has grace periods, leases and tolerations worth
 		// minutes, so its cluster clock runs faster by default.
@@ -205,16 +297,28 @@ func (s *Scenario) Defaults() {
 			s.TimeScale = DefaultPodTimeScale
 		}
 	}
-	if s.Concurrency == 0 {
+	if s.Concurrency == 0 && s.defaulted("concurrency") {
 		s.Concurrency = 2 * s.Topology.Members
 	}
-	if s.Keys == 0 {
+	if s.Keys == 0 && s.defaulted("keys") {
 		s.Keys = 5
 	}
 }
 
-// Validate reports the first problem, naming the field and the fix.
+// Validate reports the first problem, naming the field and the fix: the
+// flag and the scenario field where their names differ.
 func (s *Scenario) Validate() error {
+	if s.Name != "" { // Defaults names an unnamed scenario
+		if err := ValidName(s.Name); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+		}
+	}
+	if m := s.Topology.Members; m != 1 && m != 3 && m != 5 {
+		return fmt.Errorf("%w: %s must be 1, 3 or 5, got %d", ErrInvalidScenario, fieldRef("topology.members"), m)
+	}
+	if err := validNodes(s.Topology.Nodes); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
 	w, err := workload.Lookup(s.Workload)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
@@ -231,16 +335,19 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	if s.Duration <= 0 {
-		return fmt.Errorf("%w: time limit must be positive, got %s", ErrInvalidScenario, s.Duration)
+		return fmt.Errorf("%w: %s must be > 0, got %s", ErrInvalidScenario, fieldRef("duration"), s.Duration)
 	}
 	if s.NemesisInterval <= 0 {
-		return fmt.Errorf("%w: nemesis interval must be positive, got %s", ErrInvalidScenario, s.NemesisInterval)
+		return fmt.Errorf("%w: %s must be > 0, got %s", ErrInvalidScenario, fieldRef("nemesisInterval"), s.NemesisInterval)
 	}
 	if s.Concurrency < 1 || s.Concurrency > 1000 {
-		return fmt.Errorf("%w: concurrency must be between 1 and 1000, got %d", ErrInvalidScenario, s.Concurrency)
+		return fmt.Errorf("%w: %s must be between 1 and 1000, got %d", ErrInvalidScenario, fieldRef("concurrency"), s.Concurrency)
 	}
 	if s.TimeScale < 1 {
-		return fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidScenario, s.TimeScale)
+		return fmt.Errorf("%w: %s must be at least 1, got %g", ErrInvalidScenario, fieldRef("timeScale"), s.TimeScale)
+	}
+	if s.Keys < 1 {
+		return fmt.Errorf("%w: %s must be at least 1, got %d", ErrInvalidScenario, fieldRef("keys"), s.Keys)
 	}
 	if len(s.Steps) > 0 && s.Target != TargetKube {
 		return fmt.Errorf("%w: scripted steps run on the kube target only (--target kube), not %q", ErrInvalidScenario, s.Target)
@@ -301,7 +408,7 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("%w: the kube target runs 1, 3 or 5 etcd members, got --members %d", ErrInvalidScenario, m)
 		}
 		if a := s.Kube.APIServers; a < 1 || a > 3 {
-			return fmt.Errorf("%w: the kube target runs 1 to 3 kube-apiservers, got --apiservers %d", ErrInvalidScenario, a)
+			return fmt.Errorf("%w: %s must be between 1 and 3 (kube-apiservers of the kube target), got %d", ErrInvalidScenario, fieldRef("kube.apiservers"), a)
 		}
 	default:
 		return fmt.Errorf("%w: target %q: choose embedded, kube or kubeconfig", ErrInvalidScenario, s.Target)
@@ -328,6 +435,35 @@ func (s *Scenario) Validate() error {
 		}
 		if _, fp := BugFailpoints[b]; fp && !nemesis.FailpointsCompiled() {
 			return fmt.Errorf("%w: bug %q is a failpoint, and this build's failpoints are inert: run make failpoint-enable first (make failpoint-disable after)", ErrInvalidScenario, b)
+		}
+	}
+	return nil
+}
+
+// validNodes checks the topology's node names and labels as the API server
+// would check the Node objects, so that a bad one is refused before the
+// cluster starts rather than failing its registration.
+func validNodes(nodes []cluster.NodeSpec) error {
+	seen := map[string]int{}
+	for i, n := range nodes {
+		field := fmt.Sprintf("topology.nodes[%d]", i)
+		if n.Name == "" {
+			return fmt.Errorf("%s.name is empty", field)
+		}
+		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+			return fmt.Errorf("%s.name %q is not a valid node name (a DNS-1123 subdomain): %s", field, n.Name, strings.Join(errs, "; "))
+		}
+		if j, ok := seen[n.Name]; ok {
+			return fmt.Errorf("%s.name %q is the name of topology.nodes[%d] too: node names must be unique", field, n.Name, j)
+		}
+		seen[n.Name] = i
+		for _, k := range sortStrings(slices.Collect(maps.Keys(n.Labels))) {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				return fmt.Errorf("%s.labels: key %q: %s", field, k, strings.Join(errs, "; "))
+			}
+			if errs := validation.IsValidLabelValue(n.Labels[k]); len(errs) > 0 {
+				return fmt.Errorf("%s.labels[%s]: value %q: %s", field, k, n.Labels[k], strings.Join(errs, "; "))
+			}
 		}
 	}
 	return nil
