@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/report"
 	"github.com/podsafe/podsafe/specs"
 )
@@ -17,6 +19,14 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check DIR",
 		Short: "check a saved history again (a finished run or one left by a crash)",
+		Long: `check loads DIR/history.jsonl, runs every checker on it again and rewrites
+results.json, report.html and junit.xml in DIR. A history whose last line was
+torn by a crash is checked up to that line.
+
+Exit codes: 0 valid, 1 invalid, 2 unknown (as podsafe test); 3 the check
+itself broke; 64 DIR holds no history.jsonl; 65 the history is corrupt (a line
+that is not an event, or that contradicts earlier lines) or empty: the error
+names the file and the line.`,
 		Example: `  podsafe check store/latest
   podsafe check store/register-partition/20261122T101500.000Z-seed42`,
 		Args: cobra.ExactArgs(1),
@@ -26,7 +36,11 @@ func newCheckCmd() *cobra.Command {
 				return &exitError{code: exitUsage, err: fmt.Errorf("%s holds no history.jsonl: %w", dir, err)}
 			}
 			res, h, err := specs.CheckDirHistory(cmd.Context(), dir, timeout)
-			if err != nil {
+			var corrupt *history.CorruptError
+			switch {
+			case errors.As(err, &corrupt), errors.Is(err, history.ErrEmpty):
+				return &exitError{code: exitCorrupt, err: err}
+			case err != nil:
 				return &exitError{code: exitCrashed, err: err}
 			}
 			if prev, err := report.ReadResults(dir); err == nil {

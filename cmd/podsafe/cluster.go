@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,8 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/internal/dirlock"
+	"github.com/podsafe/podsafe/raftstore"
 )
 
 func newClusterCmd() *cobra.Command {
@@ -41,6 +43,20 @@ func newClusterUpCmd() *cobra.Command {
   kubectl --kubeconfig podsafe.kubeconfig get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNodesZones(nodes, zones); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			if cmd.Flags().Changed("zones") {
+				if err := checkZonesFit(nodes, zones); err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+			}
+			if members != 1 && members != 3 && members != 5 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--members must be 1, 3 or 5, got %d", members)}
+			}
+			if timeScale < 1 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--time-scale must be at least 1, got %g", timeScale)}
+			}
 			switch targetName {
 			case "embedded":
 			case "kube":
@@ -64,6 +80,9 @@ func newClusterUpCmd() *cobra.Command {
 				Controllers: agents,
 				Fencing:     cluster.FencingOptions{Enabled: agents && fence},
 			}
+			if dataDir != "" && !durable {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--data-dir %s holds a durable cluster's raft log: add --durable", dataDir)}
+			}
 			if durable && dataDir == "" {
 				d, err := os.MkdirTemp("", "podsafe-data-")
 				if err != nil {
@@ -79,7 +98,7 @@ func newClusterUpCmd() *cobra.Command {
 			err = c.Start(startCtx)
 			cancel()
 			if err != nil {
-				return &exitError{code: exitCrashed, err: err}
+				return dataDirError(err, cfg.DataDir, members)
 			}
 			defer c.Close()
 			cert, err := cluster.NewServingCert()
@@ -107,7 +126,9 @@ func newClusterUpCmd() *cobra.Command {
 			fmt.Fprintf(out, "API server: %s\n", server)
 			fmt.Fprintf(out, "kubeconfig: %s (admin)\n", abs)
 			fmt.Fprintf(out, "try: kubectl --kubeconfig %s get nodes\n", kubeconfig)
-			fmt.Fprintf(out, "     curl --cacert %s -H 'Authorization: Bearer %s' %s/api/v1/nodes\n", caFile, c.Token(apiserver.IdentityAdmin), server)
+			// The admin token stays in the kubeconfig (mode 0600), out of
+			// terminals and CI logs; the command reads it from there.
+			fmt.Fprintf(out, "     curl --cacert %s -H \"Authorization: Bearer $(awk '/token:/ {print $2}' %s)\" %s/api/v1/nodes\n", caFile, kubeconfig, server)
 			fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 			if err := c.ServeExternal(cmd.Context(), ln); err != nil {
 				return &exitError{code: exitCrashed, err: err}
@@ -126,9 +147,25 @@ func newClusterUpCmd() *cobra.Command {
 	fl.BoolVar(&fence, "fencing", false, "also run the fencing controller (storage and power agents): a node whose lease stays stale for 20 scaled s is fenced and its pods force deleted")
 	fl.StringVar(&kubeconfig, "kubeconfig", "podsafe.kubeconfig", "where to write the admin kubeconfig")
 	fl.BoolVar(&durable, "durable", false, "keep raft's log on disk")
-	fl.StringVar(&dataDir, "data-dir", "", "data directory of a durable cluster (default: a new temporary directory)")
+	fl.StringVar(&dataDir, "data-dir", "", "data directory of a durable cluster (default: a new temporary directory); it records its members, and a second cluster may not use it at the same time")
 	fl.Float64Var(&timeScale, "time-scale", 1, "the cluster clock runs this many times faster than wall time")
 	fl.BoolVar(&verbose, "verbose", false, "log every component at info level")
 	fl.BoolVar(&agents, "agents", true, "run a kubelet per node (simulated containers) and the scheduler; false registers bare Node objects")
 	return cmd
+}
+
+// dataDirError is the exit of a cluster that did not start: a usage error
+// when the data directory belongs to another cluster or another process
+// (nothing ran), a crash otherwise.
+func dataDirError(err error, dataDir string, members int) error {
+	var mismatch *raftstore.MembershipError
+	if errors.As(err, &mismatch) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--data-dir %s holds a %d-member cluster (%s), not --members %d: start it with --members %d, or use a new --data-dir",
+			dataDir, len(mismatch.Recorded), strings.Join(mismatch.Recorded, ", "), members, len(mismatch.Recorded))}
+	}
+	var inUse *dirlock.InUseError
+	if errors.As(err, &inUse) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--data-dir %s: %w", dataDir, inUse)}
+	}
+	return &exitError{code: exitCrashed, err: err}
 }

@@ -14,13 +14,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, as Jepsen's: the verdict of the run.
+// Exit codes, as Jepsen's: the verdict of the run. Past the verdicts, as
+// sysexits.h: 64 (EX_USAGE) a bad flag or scenario, refused before anything
+// ran; 65 (EX_DATAERR) podsafe check was given a history it cannot read.
 const (
 	exitValid   = 0
 	exitInvalid = 1
 	exitUnknown = 2
 	exitCrashed = 3
 	exitUsage   = 64
+	exitCorrupt = 65
 )
 
 // exitError carries an exit code out of a command.

@@ -38,6 +38,29 @@ func run(ctx context.Context, args ...string) (string, int) {
 	return out.String() + err.Error(), exitUsage
 }
 
+// usageCase is a command line that must be refused before anything runs.
+type usageCase struct {
+	name string
+	args []string
+	want string
+}
+
+func expectUsage(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			out, code := run(context.Background(), tc.args...)
+			if code != exitUsage || !strings.Contains(out, tc.want) {
+				t.Errorf("podsafe %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, out, exitUsage, tc.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("podsafe %s took %v: it ran before refusing", strings.Join(tc.args, " "), d)
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -57,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		{"delete without a kubeconfig", []string{"delete", "pod", "web", "--kubeconfig", "/nonexistent/kc"}, exitUsage, "reading kubeconfig /nonexistent/kc"},
 		{"unknown workload", []string{"test", "--workload", "nope"}, exitUsage, `unknown workload "nope"; choose one of`},
 		{"unknown nemesis", []string{"test", "--nemesis", "meteor"}, exitUsage, `unknown nemesis "meteor"`},
-		{"two members", []string{"test", "--members", "2"}, exitUsage, "members must be 1, 3 or 5"},
+		{"two members", []string{"test", "--members", "2"}, exitUsage, "--members (scenario topology.members) must be 1, 3 or 5, got 2"},
 		{"unknown bug", []string{"test", "--bug", "nope"}, exitUsage, `bug "nope" is unknown`},
 		{"storage fence on kubeconfig", []string{"test", "--kubeconfig", "/dev/null", "--workload", "pets", "--fence-agents", "storage,power"}, exitUsage, `fence agent "storage" is not on the kubeconfig target, which has no podsafe storage server; choose from power, network`},
 		{"kubeconfig target without a kubeconfig", []string{"test", "--target", "kubeconfig"}, exitUsage, "the kubeconfig target needs --kubeconfig FILE"},
@@ -67,7 +90,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown scenario field", []string{"test", "--scenario", bad}, exitUsage, `unknown field "timeLimit"`},
 		{"missing scenario", []string{"test", "--scenario", filepath.Join(dir, "none.yaml")}, exitUsage, "reading scenario"},
 		{"check without history", []string{"check", dir}, exitUsage, "holds no history.jsonl"},
-		{"corrupt history", []string{"check", corrupt}, exitCrashed, "history.jsonl:2"},
+		{"corrupt history", []string{"check", corrupt}, exitCorrupt, "history.jsonl:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := run(context.Background(), tc.args...)
@@ -119,8 +142,10 @@ func TestClusterUp(t *testing.T) {
 	kubeconfig := filepath.Join(dir, "kc")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
+	var upOut string
 	go func() {
-		_, code := run(ctx, "cluster", "up", "--members", "3", "--nodes", "2", "--kubeconfig", kubeconfig)
+		out, code := run(ctx, "cluster", "up", "--members", "3", "--nodes", "2", "--kubeconfig", kubeconfig)
+		upOut = out
 		done <- code
 	}()
 	deadline := time.Now().Add(30 * time.Second)
@@ -181,5 +206,13 @@ func TestClusterUp(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("cluster up did not stop")
+	}
+	// The admin token stays in the kubeconfig; the output says how to read
+	// it from there.
+	if cfg.BearerToken == "" || strings.Contains(upOut, cfg.BearerToken) {
+		t.Errorf("cluster up printed the admin token:\n%s", upOut)
+	}
+	if want := "Authorization: Bearer $(awk '/token:/ {print $2}' " + kubeconfig + ")"; !strings.Contains(upOut, want) {
+		t.Errorf("cluster up output lacks %q:\n%s", want, upOut)
 	}
 }
