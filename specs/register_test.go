@@ -104,6 +104,14 @@ var _ = Describe("register workload", Label("STORE", "chaos"), func() {
 		cut, err := specs.CheckDir(ctx, out.Dir, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cut.Truncated).To(BeTrue())
-		Expect(cut.Verdict).To(Equal(checker.Ok))
+		// The torn line was the closing record: the run did not finish as
+		// far as the history can tell, so the verdict is at best Unknown,
+		// while every checker still judged what was recorded.
+		Expect(cut.Incomplete).To(BeTrue())
+		Expect(cut.Verdict).To(Equal(checker.Unknown))
+		for _, r := range cut.Checks {
+			Expect(r.Verdict).To(Equal(checker.Ok), "%s: %s", r.Checker, r.Summary)
+		}
+		Expect(cut.Ops.OK).To(BeNumerically(">", 0))
 	}, SpecTimeout(time.Minute))
 })

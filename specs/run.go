@@ -26,6 +26,7 @@ import (
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/internal/atomicfile"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/report"
@@ -49,6 +50,10 @@ type RunOptions struct {
 	SettleTime time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
+	// Stop, when closed, stops the run early (a first Ctrl-C): the workload
+	// and the faults end, the cluster settles healed, and the checkers judge
+	// what ran. The check itself ends only with ctx (a second Ctrl-C).
+	Stop <-chan struct{}
 }
 
 // Outcome is what a run produced.
@@ -80,16 +85,15 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		opts.CheckTimeout = 60 * time.Second
 	}
 	started := time.Now().UTC()
-	dir := filepath.Join(opts.StoreDir, s.Name, fmt.Sprintf("%s-seed%d", started.Format("20060102T150405.000Z"), s.Seed))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating run directory: %w", err)
+	dir, err := createRunDir(opts.StoreDir, s.Name, fmt.Sprintf("%s-seed%d", started.Format("20060102T150405.000Z"), s.Seed))
+	if err != nil {
+		return nil, err
 	}
 	out := &Outcome{Dir: dir}
 	rerun := ""
 	if opts.Rerun != nil {
 		rerun = opts.Rerun(dir)
 	}
-	linkLatest(opts.StoreDir, dir)
 
 	logFile, err := os.Create(filepath.Join(dir, "podsafe.log"))
 	if err != nil {
@@ -100,16 +104,25 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if err := writeJSON(filepath.Join(dir, "scenario.json"), s); err != nil {
 		return out, err
 	}
+	extra := map[string]string{"rerun": rerun}
+	if len(s.Steps) == 0 {
+		// The workload runs: the checkers every run of it feeds must find
+		// something to judge (a scripted run runs steps instead).
+		extra[history.ExtraWorkload] = s.Workload
+	}
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.Meta{
-		Scenario: s.Name, Seed: s.Seed, Start: started,
-		Extra: map[string]string{"rerun": rerun},
+		Scenario: s.Name, Seed: s.Seed, Start: started, Extra: extra,
 	})
 	if err != nil {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
 	res := report.Results{Scenario: s.Name, Target: s.Target, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
 	runErr := execute(ctx, s, opts, rec, log, &res)
-	if err := rec.Close(); err != nil {
+	end := history.End{Interrupted: res.Interrupted}
+	if runErr != nil {
+		end.Error = runErr.Error()
+	}
+	if err := rec.CloseWith(end); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", err))
 	}
 	if runErr != nil {
@@ -124,6 +137,8 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		res.Checks = chk.Checks
 		res.Verdict = chk.Verdict
 		res.Truncated = chk.Truncated
+		res.Incomplete = chk.Incomplete
+		res.Ops = chk.Ops
 	}
 	res.Finished = time.Now().UTC()
 	if err := report.WriteResults(dir, res); err != nil {
@@ -181,7 +196,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	if len(s.Steps) > 0 {
 		// A scripted run: the steps, in order, bounded by the time limit;
 		// then the same settling as any run.
-		runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
+		runCtx, stop := runContext(ctx, s, opts, res)
 		defer stop()
 		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, sys.adminCfg, rec)
 		rec.Log("steps finished; all cuts healed", map[string]string{"err": fmt.Sprint(err)})
@@ -195,7 +210,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
 	stats := &workload.Stats{}
-	runCtx, stop := context.WithTimeout(ctx, time.Duration(s.Duration))
+	runCtx, stop := runContext(ctx, s, opts, res)
 	defer stop()
 	var wg sync.WaitGroup
 	var nemErr error
@@ -227,12 +242,11 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	close(progressDone)
 	rec.Log("workload finished; all faults healed", nil)
 	time.Sleep(opts.SettleTime)
-	res.Ops = report.OpCounts{OK: stats.OK.Load(), Fail: stats.Fail.Load(), Unknown: stats.Unknown.Load()}
 	if nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
 		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
 	}
-	if len(faults) > 0 && sched.Injected() == 0 {
+	if len(faults) > 0 && sched.Injected() == 0 && !res.Interrupted && ctx.Err() == nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no fault was injected: the time limit %s is too short for the nemesis interval %s, or no fault fits the target", s.Duration, s.NemesisInterval))
 	}
 	for _, w := range res.Warnings {
@@ -379,20 +393,63 @@ func CheckDirHistory(ctx context.Context, dir string, timeout time.Duration) (*r
 	results := checker.Check(ctx, h, checker.Options{
 		Timeout:           timeout,
 		VisualizationPath: filepath.Join(dir, "linearizability.html"),
+		Workload:          h.Meta.Extra[history.ExtraWorkload],
 	})
 	verdict := checker.Merge(results)
-	if len(results) == 0 {
-		// Nothing was checked: that is no evidence of validity.
-		verdict = checker.Unknown
+	if len(results) == 0 || !h.Complete {
+		// Nothing was checked, or the run was killed before it finished:
+		// neither is evidence of validity. A violation found in what was
+		// recorded still stands.
+		verdict = checker.MergeVerdicts(verdict, checker.Unknown)
 	}
-	return &report.Results{
-		Scenario:  h.Meta.Scenario,
-		Seed:      h.Meta.Seed,
-		Dir:       dir,
-		Checks:    results,
-		Verdict:   verdict,
-		Truncated: h.Truncated,
-	}, h, nil
+	res := &report.Results{
+		Scenario:    h.Meta.Scenario,
+		Seed:        h.Meta.Seed,
+		Dir:         dir,
+		Checks:      results,
+		Verdict:     verdict,
+		Truncated:   h.Truncated,
+		Incomplete:  !h.Complete,
+		Interrupted: h.Closing.Interrupted,
+		Error:       h.Closing.Error,
+	}
+	// The counts come from the history, not from the run's memory, so a
+	// re-check of a killed run counts what it did.
+	for _, op := range h.Ops {
+		switch op.Status {
+		case history.StatusOK:
+			res.Ops.OK++
+		case history.StatusFail:
+			res.Ops.Fail++
+		default:
+			res.Ops.Unknown++
+		}
+	}
+	return res, h, nil
+}
+
+// runContext is the context the workload, the faults and the steps of a
+// run share: it ends at the scenario's time limit, with ctx, or when
+// opts.Stop is closed (the run is then marked interrupted).
+func runContext(ctx context.Context, s Scenario, opts RunOptions, res *report.Results) (context.Context, context.CancelFunc) {
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(s.Duration))
+	if opts.Stop == nil {
+		return runCtx, cancel
+	}
+	var once sync.Once
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-opts.Stop:
+			res.Interrupted = true
+			cancel()
+		case <-runCtx.Done():
+		}
+		close(stopped)
+	}()
+	return runCtx, func() {
+		once.Do(func() { cancel(); <-stopped })
+	}
 }
 
 func progress(w io.Writer, start time.Time, stats *workload.Stats, sched *nemesis.Schedule, done <-chan struct{}) {
@@ -435,22 +492,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func linkLatest(storeDir, dir string) {
-	rel, err := filepath.Rel(storeDir, dir)
-	if err != nil {
-		return
-	}
-	latest := filepath.Join(storeDir, "latest")
-	os.Remove(latest)
-	os.Symlink(rel, latest) // best effort: a missing link loses nothing
-}
-
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}
 	return nil

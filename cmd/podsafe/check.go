@@ -44,8 +44,12 @@ names the file and the line.`,
 				return &exitError{code: exitCrashed, err: err}
 			}
 			if prev, err := report.ReadResults(dir); err == nil {
-				res.Ops, res.Started, res.Finished, res.Rerun, res.Error = prev.Ops, prev.Started, prev.Finished, prev.Rerun, prev.Error
-				res.Target = prev.Target
+				// The op counts stay the history's own: a killed run's
+				// results.json, if any, counted less than the history holds.
+				res.Started, res.Finished, res.Rerun, res.Target = prev.Started, prev.Finished, prev.Rerun, prev.Target
+				if prev.Error != "" {
+					res.Error = prev.Error
+				}
 			}
 			if err := report.WriteResults(dir, *res); err != nil {
 				return &exitError{code: exitCrashed, err: err}
@@ -57,10 +61,14 @@ names the file and the line.`,
 			if res.Truncated {
 				fmt.Fprintln(out, "the history ends mid-line (the run crashed); checked what was complete")
 			}
+			if res.Incomplete {
+				fmt.Fprintln(out, "incomplete run: the history has no closing record (the run was killed before it finished); checked what it recorded, and the verdict is at best unknown")
+			}
 			for _, r := range res.Checks {
 				fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
 			}
-			fmt.Fprintf(out, "verdict: %s (results.json, report.html and junit.xml rewritten in %s)\n", res.Verdict, dir)
+			fmt.Fprintf(out, "ops: ok %d, fail %d, unknown %d (counted from the history)\n", res.Ops.OK, res.Ops.Fail, res.Ops.Unknown)
+			fmt.Fprintf(out, "verdict: %s (results.json, report.html and junit.xml rewritten in %s)\n", res.Label(), dir)
 			if code := verdictCode(res.Verdict); code != exitValid {
 				return &exitError{code: code}
 			}

@@ -60,8 +60,111 @@ func TestKilledRunLeavesCheckableHistory(t *testing.T) {
 	if code == exitCrashed || code == exitUsage || !strings.Contains(out, "verdict:") {
 		t.Fatalf("check of the killed run's history: exit %d:\n%s", code, out)
 	}
-	if code != exitValid {
-		t.Errorf("check of a correct run's partial history: exit %d, want 0:\n%s", code, out)
+	// A killed run is never plain Ok: its history has no closing record.
+	if code != exitUnknown || !strings.Contains(out, "verdict: Unknown (incomplete run)") {
+		t.Errorf("check of a correct run's partial history: exit %d, want 2 and an incomplete-run verdict:\n%s", code, out)
+	}
+	// The counts are the history's, not zeros from a run that never
+	// reported.
+	if strings.Contains(out, "ops: ok 0,") {
+		t.Errorf("the check counts no completed operation in a history of %d lines:\n%s", lines(hist), out)
+	}
+	res := read(filepath.Join(store, "latest", "results.json"))
+	if !strings.Contains(res, `"incomplete": true`) {
+		t.Errorf("results.json does not say the run is incomplete:\n%s", res)
+	}
+	if junit := read(filepath.Join(store, "latest", "junit.xml")); !strings.Contains(junit, "IncompleteRun") {
+		t.Errorf("junit.xml does not report the incomplete run:\n%.2000s", junit)
+	}
+	if html := read(filepath.Join(store, "latest", "report.html")); !strings.Contains(html, "incomplete run") {
+		t.Error("report.html does not label the incomplete run")
+	}
+}
+
+// TestInterruptedRunChecksWhatRan: a first SIGINT stops the workload and
+// the faults and the run checks what ran, prints its verdict and the
+// podsafe check command; the history says the run was interrupted.
+func TestInterruptedRunChecksWhatRan(t *testing.T) {
+	store := t.TempDir()
+	cmd := exec.Command(os.Args[0], "test", "--workload", "register", "--nemesis", "partition",
+		"--nemesis-interval", "5m", "--time-limit", "10m", "--store", store, "--seed", "11")
+	cmd.Env = append(os.Environ(), "PODSAFE_AS_MAIN=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	t.Cleanup(func() {
+		if !done {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	hist := filepath.Join(store, "latest", "history.jsonl")
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(read(hist), `"kind":"complete"`) || lines(hist) < 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run wrote only %d history lines", lines(hist))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	done = true
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("interrupted run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{"verdict: Ok (interrupted)", "podsafe check " + filepath.Join(store, "register-partition"), "Everything looks good"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "too short") {
+		t.Errorf("an interrupted run warns that its time limit was too short:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), "interrupted: stopping the workload") {
+		t.Errorf("stderr does not say what the interrupt does:\n%s", stderr.String())
+	}
+	if !strings.Contains(read(hist), `"kind":"end"`) || !strings.Contains(read(hist), `"interrupted":true`) {
+		t.Error("the history's closing record does not say the run was interrupted")
+	}
+	// Checked again, the history says the same.
+	again, code := run(context.Background(), "check", filepath.Join(store, "latest"))
+	if code != exitValid || !strings.Contains(again, "verdict: Ok (interrupted)") {
+		t.Errorf("check of the interrupted run: exit %d:\n%s", code, again)
+	}
+}
+
+// TestSecondInterruptAborts: a second SIGINT abandons the run at once.
+func TestSecondInterruptAborts(t *testing.T) {
+	store := t.TempDir()
+	cmd := exec.Command(os.Args[0], "test", "--workload", "register", "--nemesis", "none",
+		"--time-limit", "10m", "--store", store, "--seed", "12")
+	cmd.Env = append(os.Environ(), "PODSAFE_AS_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	hist := filepath.Join(store, "latest", "history.jsonl")
+	deadline := time.Now().Add(2 * time.Minute)
+	for lines(hist) < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run wrote only %d history lines", lines(hist))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("podsafe test did not end after two interrupts")
 	}
 }
 

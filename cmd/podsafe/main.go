@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -40,7 +38,7 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyInterrupts(context.Background(), os.Stderr)
 	defer stop()
 	root := newRoot()
 	err := root.ExecuteContext(ctx)
