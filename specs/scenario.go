@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -343,8 +344,8 @@ func (s *Scenario) Validate() error {
 	if s.Concurrency < 1 || s.Concurrency > 1000 {
 		return fmt.Errorf("%w: %s must be between 1 and 1000, got %d", ErrInvalidScenario, fieldRef("concurrency"), s.Concurrency)
 	}
-	if s.TimeScale < 1 {
-		return fmt.Errorf("%w: %s must be at least 1, got %g", ErrInvalidScenario, fieldRef("timeScale"), s.TimeScale)
+	if !(s.TimeScale >= 1) || math.IsInf(s.TimeScale, 1) { // NaN fails >=
+		return fmt.Errorf("%w: %s must be at least 1 and finite, got %g", ErrInvalidScenario, fieldRef("timeScale"), s.TimeScale)
 	}
 	if s.Keys < 1 {
 		return fmt.Errorf("%w: %s must be at least 1, got %d", ErrInvalidScenario, fieldRef("keys"), s.Keys)

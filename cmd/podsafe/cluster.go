@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -54,8 +55,8 @@ func newClusterUpCmd() *cobra.Command {
 			if members != 1 && members != 3 && members != 5 {
 				return &exitError{code: exitUsage, err: fmt.Errorf("--members must be 1, 3 or 5, got %d", members)}
 			}
-			if timeScale < 1 {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--time-scale must be at least 1, got %g", timeScale)}
+			if !(timeScale >= 1) || math.IsInf(timeScale, 1) { // NaN fails >=
+				return &exitError{code: exitUsage, err: fmt.Errorf("--time-scale must be at least 1 and finite, got %g", timeScale)}
 			}
 			switch targetName {
 			case "embedded":

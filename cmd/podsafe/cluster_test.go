@@ -106,7 +106,7 @@ func TestBadClusterUpFlags(t *testing.T) {
 		{"zones 0", up("--zones", "0"), "--zones must be at least 1, got 0"},
 		{"more zones than nodes", up("--zones", "4", "--nodes", "3"), "--zones must be between 1 and the number of nodes (--nodes 3), got 4"},
 		{"members 0", up("--members", "0"), "--members must be 1, 3 or 5, got 0"},
-		{"time-scale 0", up("--time-scale", "0"), "--time-scale must be at least 1, got 0"},
+		{"time-scale 0", up("--time-scale", "0"), "--time-scale must be at least 1 and finite, got 0"},
 		{"data-dir without durable", up("--data-dir", t.TempDir()), "add --durable"},
 	})
 }
