@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -349,9 +351,11 @@ type poScanner struct {
 // decode decodes a pod object into p. It reads the fields of poPod
 // itself, several times faster than encoding/json, which a phase check of
 // a long run would spend most of its time in. Anything it does not expect
-// (a value of an unexpected type, an escaped key, broken JSON) is left to
-// encoding/json, so on objects as the API server writes them (field names
-// spelled exactly) the result is encoding/json's.
+// (a value of an unexpected type, an escaped or non-ASCII key, a field name
+// spelled in another case, broken JSON anywhere, nesting deeper than
+// poMaxDepth) is left to encoding/json, and a repeated key is read over
+// what the first one read as encoding/json does, so the result is always
+// encoding/json's: the same fields, or an error.
 func (s *poScanner) decode(data []byte, p *poPod) error {
 	s.d, s.i = data, 0
 	if err := s.pod(p); err == nil {
@@ -397,27 +401,61 @@ func (s *poScanner) null() bool {
 }
 
 // rawString returns the bytes of a string without its quotes, and whether
-// it holds escapes.
+// only encoding/json reads them right: they hold escapes, or bytes that
+// are not UTF-8 (which it replaces). A control character or a bad escape
+// is an error, as it is for encoding/json.
 func (s *poScanner) rawString() ([]byte, bool, error) {
 	if s.peek() != '"' {
 		return nil, false, errPoScan
 	}
 	start := s.i + 1
-	// Most strings hold no escape: the first quote ends them.
-	if k := bytes.IndexByte(s.d[start:], '"'); k >= 0 && bytes.IndexByte(s.d[start:start+k], '\\') < 0 {
-		s.i = start + k + 1
-		return s.d[start : start+k], false, nil
-	}
+	slow, ascii := false, true
 	for j := start; j < len(s.d); j++ {
-		switch s.d[j] {
-		case '\\':
-			j++ // the byte it escapes
-		case '"':
+		switch c := s.d[j]; {
+		case c == '"':
 			s.i = j + 1
-			return s.d[start:j], true, nil
+			raw := s.d[start:j]
+			if !ascii && !slow {
+				slow = !utf8.Valid(raw)
+			}
+			return raw, slow, nil
+		case c == '\\':
+			n := poEscape(s.d[j+1:])
+			if n == 0 {
+				return nil, false, errPoScan
+			}
+			slow = true
+			j += n
+		case c < 0x20:
+			return nil, false, errPoScan
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
 	return nil, false, errPoScan
+}
+
+// poEscape returns the length of the valid JSON escape that b begins with
+// (after its backslash), or 0.
+func poEscape(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 1
+	case 'u':
+		if len(b) < 5 {
+			return 0
+		}
+		for _, c := range b[1:5] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return 0
+			}
+		}
+		return 5
+	}
+	return 0
 }
 
 // str reads a string (null leaves *dst as it is, as encoding/json does).
@@ -426,11 +464,11 @@ func (s *poScanner) str(dst *string) error {
 		return nil
 	}
 	start := s.i
-	raw, escaped, err := s.rawString()
+	raw, slow, err := s.rawString()
 	if err != nil {
 		return err
 	}
-	if escaped {
+	if slow {
 		return json.Unmarshal(s.d[start:s.i], dst)
 	}
 	if v, ok := s.intern[string(raw)]; ok {
@@ -445,11 +483,18 @@ func (s *poScanner) str(dst *string) error {
 	return nil
 }
 
-// key reads an object key and its colon.
+// key reads an object key and its colon. Escaped and non-ASCII keys are
+// left to encoding/json, which folds case in Unicode when it matches keys
+// to fields (a Kelvin sign matches k).
 func (s *poScanner) key() ([]byte, error) {
-	raw, escaped, err := s.rawString()
-	if err != nil || escaped {
+	raw, slow, err := s.rawString()
+	if err != nil || slow {
 		return nil, errPoScan
+	}
+	for _, c := range raw {
+		if c >= utf8.RuneSelf {
+			return nil, errPoScan
+		}
 	}
 	if s.peek() != ':' {
 		return nil, errPoScan
@@ -488,40 +533,143 @@ func (s *poScanner) next(close byte, first bool) (bool, error) {
 	return false, errPoScan
 }
 
-// skip reads any value.
-func (s *poScanner) skip() error {
-	switch c := s.peek(); c {
+// poMaxDepth bounds the nesting of a value skip reads; deeper ones are
+// left to encoding/json, which has a bound of its own.
+const poMaxDepth = 1000
+
+// skip reads any value, checking that it is JSON.
+func (s *poScanner) skip() error { return s.skipNested(0) }
+
+func (s *poScanner) skipNested(depth int) error {
+	switch s.peek() {
 	case '"':
 		_, _, err := s.rawString()
 		return err
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.d) {
-			switch s.d[s.i] {
-			case '"':
-				if _, _, err := s.rawString(); err != nil {
-					return err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return nil
-				}
+	case '{':
+		if depth >= poMaxDepth {
+			return errPoScan
+		}
+		s.i++
+		for first := true; ; first = false {
+			in, err := s.next('}', first)
+			if err != nil || !in {
+				return err
+			}
+			if _, _, err := s.rawString(); err != nil {
+				return err
+			}
+			if s.peek() != ':' {
+				return errPoScan
 			}
 			s.i++
+			if err := s.skipNested(depth + 1); err != nil {
+				return err
+			}
 		}
-		return errPoScan
-	case 0:
-		return errPoScan
+	case '[':
+		if depth >= poMaxDepth {
+			return errPoScan
+		}
+		s.i++
+		for first := true; ; first = false {
+			in, err := s.next(']', first)
+			if err != nil || !in {
+				return err
+			}
+			if err := s.skipNested(depth + 1); err != nil {
+				return err
+			}
+		}
 	}
-	if len(s.scalar()) == 0 {
-		return errPoScan
+	switch v := s.scalar(); string(v) {
+	case "true", "false", "null":
+		return nil
+	default:
+		if !poNumber(v) {
+			return errPoScan
+		}
 	}
 	return nil
+}
+
+// poNumber reports whether b is a JSON number.
+func poNumber(b []byte) bool {
+	digits := func(i int) int {
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(b)
+}
+
+// poFields maps every field name poPod reads, lower-cased, to its
+// spelling.
+var poFields = func() map[string]string {
+	m := map[string]string{}
+	for _, f := range []string{
+		"metadata", "spec", "status", "name", "namespace", "uid", "deletionTimestamp", "deletionGracePeriodSeconds",
+		"nodeName", "restartPolicy", "initContainers", "containers", "readinessGates", "conditionType",
+		"phase", "reason", "conditions", "initContainerStatuses", "containerStatuses", "type",
+		"ready", "state", "lastState", "waiting", "running", "terminated", "exitCode",
+	} {
+		m[strings.ToLower(f)] = f
+	}
+	return m
+}()
+
+// poFieldLen is the length of the longest name of poFields.
+const poFieldLen = len("deletionGracePeriodSeconds")
+
+// other skips the value of a key that the object being read has no field
+// for. encoding/json matches keys to fields regardless of case, so a key
+// that is a field name in another case is left to it (a field of another
+// object so spelled too: that costs only time).
+func (s *poScanner) other(k []byte) error {
+	if len(k) <= poFieldLen {
+		var buf [poFieldLen]byte
+		lower := buf[:len(k)]
+		for i, c := range k {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		if name, ok := poFields[string(lower)]; ok && name != string(k) {
+			return errPoScan
+		}
+	}
+	return s.skip()
 }
 
 // scalar returns the bytes of a number or literal.
@@ -542,7 +690,11 @@ func (s *poScanner) int(dst *int) error {
 	if s.null() {
 		return nil
 	}
-	n, err := strconv.Atoi(string(s.scalar()))
+	v := s.scalar()
+	if !poNumber(v) {
+		return errPoScan
+	}
+	n, err := strconv.Atoi(string(v))
 	if err != nil {
 		return errPoScan
 	}
@@ -555,7 +707,11 @@ func (s *poScanner) int64p(dst **int64) error {
 		*dst = nil
 		return nil
 	}
-	n, err := strconv.ParseInt(string(s.scalar()), 10, 64)
+	v := s.scalar()
+	if !poNumber(v) {
+		return errPoScan
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
 		return errPoScan
 	}
@@ -610,30 +766,48 @@ func (s *poScanner) array(elem func() error) error {
 }
 
 // poList reads an array into *dst, each element with elem, as
-// encoding/json does: null makes *dst nil and [] an empty slice.
+// encoding/json does: null makes *dst nil and [] an empty slice, and the
+// elements are read over those of *dst's backing array (what a repeated
+// key read there before), a new element only past its capacity.
 func poList[T any](s *poScanner, dst *[]T, elem func(*T) error) error {
-	*dst = nil
-	if s.peek() == '[' {
-		*dst = []T{}
+	if s.peek() != '[' {
+		if !s.null() {
+			return errPoScan
+		}
+		*dst = nil
+		return nil
 	}
-	return s.array(func() error {
-		var zero T
-		*dst = append(*dst, zero)
-		return elem(&(*dst)[len(*dst)-1])
+	list := (*dst)[:0]
+	err := s.array(func() error {
+		if len(list) < cap(list) {
+			list = list[:len(list)+1]
+		} else {
+			var zero T
+			list = append(list, zero)
+		}
+		return elem(&list[len(list)-1])
 	})
+	if len(list) == 0 {
+		list = []T{}
+	}
+	*dst = list
+	return err
 }
 
-// poOptional reads an object into a new T with read, or a null into nil,
-// as encoding/json does for a pointer field.
+// poOptional reads an object into *dst with read (a new T when *dst is
+// nil, else over what a repeated key read there), or a null into nil, as
+// encoding/json does for a pointer field.
 func poOptional[T any](s *poScanner, dst **T, read func(*T) error) error {
-	*dst = nil
 	if s.peek() != '{' {
 		if !s.null() {
 			return errPoScan
 		}
+		*dst = nil
 		return nil
 	}
-	*dst = new(T)
+	if *dst == nil {
+		*dst = new(T)
+	}
 	return read(*dst)
 }
 
@@ -643,7 +817,7 @@ func (s *poScanner) field(name string, dst *string) error {
 		if string(k) == name {
 			return s.str(dst)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -658,7 +832,7 @@ func (s *poScanner) pod(p *poPod) error {
 		case "status":
 			return s.status(p)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -677,7 +851,7 @@ func (s *poScanner) metadata(p *poPod) error {
 		case "deletionGracePeriodSeconds":
 			return s.int64p(&m.DeletionGracePeriodSeconds)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -698,7 +872,7 @@ func (s *poScanner) spec(p *poPod) error {
 				return s.field("conditionType", &g.ConditionType)
 			})
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -710,7 +884,7 @@ func (s *poScanner) container(c *poContainer) error {
 		case "restartPolicy":
 			return s.str(&c.RestartPolicy)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -729,7 +903,7 @@ func (s *poScanner) status(p *poPod) error {
 		case "containerStatuses":
 			return poList(s, &st.ContainerStatuses, s.containerStatus)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -741,7 +915,7 @@ func (s *poScanner) condition(c *poCondition) error {
 		case "status":
 			return s.str(&c.Status)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -757,7 +931,7 @@ func (s *poScanner) containerStatus(cs *poContainerStatus) error {
 		case "lastState":
 			return s.state(&cs.LastState)
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }
 
@@ -774,10 +948,10 @@ func (s *poScanner) state(st *poContainerState) error {
 					if string(k) == "exitCode" {
 						return s.int(&t.ExitCode)
 					}
-					return s.skip()
+					return s.other(k)
 				})
 			})
 		}
-		return s.skip()
+		return s.other(k)
 	})
 }

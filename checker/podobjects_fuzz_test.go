@@ -1,0 +1,92 @@
+package checker
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// FuzzPodDecode is a differential test of the pod scanner: on any input,
+// poDecode reads the same poPod as encoding/json, or fails where
+// encoding/json fails. A scanner that interns its strings, reused for a
+// second object, reads the same too.
+func FuzzPodDecode(f *testing.F) {
+	now := metav1.NewTime(time.Date(2030, 1, 1, 0, 10, 0, 0, time.UTC))
+	full := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "u1", Labels: map[string]string{"app": "web"},
+			Annotations:       map[string]string{"last": `{"a":"\"quoted\" \u00e9"}`},
+			DeletionTimestamp: &now, DeletionGracePeriodSeconds: ptr.To[int64](30)},
+		Spec: corev1.PodSpec{NodeName: "n1", RestartPolicy: corev1.RestartPolicyOnFailure,
+			InitContainers: []corev1.Container{{Name: "init"}, {Name: "side", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+			Containers:     []corev1.Container{{Name: "c", Image: "busybox", Args: []string{"sleep", "1e9"}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Reason: "x",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true, RestartCount: 2,
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}}},
+	}
+	b, err := json.Marshal(full)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(podJSON{name: "web-1", uid: "u2", owner: "web", node: "n2", phase: poRunning, pet: true, ord: 1, grace: 30,
+		scheduled: true, initialized: true, ready: true, deleting: true, crashLoop: true, restarts: 3}.render()))
+	f.Add([]byte(podJSON{name: "rs-x", uid: "u3", owner: "rs", phase: poPending}.render()))
+	for _, s := range []string{
+		``, `null`, `{}`, ` { } `, `[]`, `"pod"`,
+		`{"metadata":null,"spec":{"containers":null,"initContainers":[]},"status":{"conditions":[null]}}`,
+		`{"metadata":{"name":"a\u00e9\"b","deletionGracePeriodSeconds":null}}`,
+		`{"status":{"containerStatuses":[{"name":"c","ready":true,"state":{"waiting":{"reason":"CrashLoopBackOff"},"running":null}}]}}`,
+		`{"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":1}},"state":{"terminated":{}}}]}}`,
+		`{"status":{"conditions":[{"type":"A","status":"True"}],"conditions":[{"type":"B"}]}}`,
+		`{"Metadata":{"NAME":"x"},"spec":{"nodename":"n"}}`,
+		`{"metadata":{"name":"x","extra":{"a":[1,{"b":"}"}],"c":tru}}}`,
+		`{"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":+1}}}]}}`,
+		`{"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":1.0}}}]}}`,
+		"{\"metadata\":{\"name\":\"\xff\xfe\",\"uid\":\"\u00e9\"}}",
+		"{\"metadata\":{\"\u212aind\":\"x\",\"nam\u017f\":1}}",
+		`{"metadata":{"name":"tab	inside"}}`,
+		`{"metadata":{"uid":"a"}} trailing`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want poPod
+		wantErr := json.Unmarshal(data, &want)
+		var got poPod
+		err := poDecode(data, &got)
+		if wantErr != nil {
+			if err == nil {
+				t.Fatalf("encoding/json fails (%v), the scanner reads %+v", wantErr, got)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("encoding/json reads the object, the scanner fails: %v", err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("scanner and encoding/json differ (-json +scanner):\n%s", diff)
+		}
+		// An interning scanner, reused, reads the same.
+		s := poScanner{intern: map[string]string{}}
+		for range 2 {
+			var again poPod
+			if err := s.decode(data, &again); err != nil {
+				t.Fatalf("interning scanner fails: %v", err)
+			}
+			if diff := cmp.Diff(want, again); diff != "" {
+				t.Fatalf("interning scanner and encoding/json differ (-json +scanner):\n%s", diff)
+			}
+		}
+	})
+}
