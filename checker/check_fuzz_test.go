@@ -1,0 +1,188 @@
+package checker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// fuzzCheckTimeout bounds each checker in FuzzCheck; fuzzCheckBound is how
+// long Check may take in all before the fuzzer calls it a hang.
+const (
+	fuzzCheckTimeout = 200 * time.Millisecond
+	fuzzCheckBound   = 5 * time.Second
+)
+
+// FuzzCheck runs Check over whatever history.Read accepts. Check never
+// panics, runs exactly the checkers that apply (in Catalog order, each
+// once, with the catalog's guarantees and a verdict of Ok, Illegal or
+// Unknown), answers within its timeout, and leaves the history as it was.
+func FuzzCheck(f *testing.F) {
+	seeds := []*history.History{
+		runningPod().force(10, identityAdmin).history(),
+		endPod(runningPod().force(10, "kubelet:n1")).history(),
+		runningPod().deleted(5, "workload", "a", 30).led(6, term, "n1", "web-0", "a", grace(30)).led(7, exit, "n1", "web-0", "a").history(),
+		&cleanWatch().h,
+	}
+	for seed := range uint64(3) {
+		seeds = append(seeds, generateRun(runConfig{Seed: seed, Events: 150, RegisterShare: 0.3,
+			Nodes: 3, Zones: 2, Sets: 1, Replicas: 2, ReplicaSets: 1, Members: 2, Faults: 2, Scale: 50}))
+	}
+	for _, h := range seeds {
+		f.Add(encodeHistory(h))
+	}
+	f.Add([]byte(`{"kind":"meta","t":0}` + "\n" +
+		`{"kind":"invoke","t":1,"id":1,"process":0,"f":"create","key":"k","value":"a","invoke":1}` + "\n" +
+		`{"kind":"complete","t":2,"id":1,"process":0,"f":"create","key":"k","value":"a","status":"ok","invoke":1,"return":2}` + "\n" +
+		`{"kind":"invoke","t":3,"id":2,"process":1,"f":"get","key":"k","invoke":3}` + "\n" +
+		`{"kind":"complete","t":4,"id":2,"process":1,"f":"get","key":"k","status":"ok","output":"b","found":true,"invoke":3,"return":4}` + "\n"))
+
+	catalog := map[string][]string{}
+	var order []string
+	for _, c := range Catalog() {
+		catalog[c.Name] = c.Guarantees
+		order = append(order, c.Name)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := history.Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		want := applicable(h)
+		ctx, cancel := context.WithTimeout(context.Background(), fuzzCheckBound)
+		defer cancel()
+		start := time.Now()
+		results := Check(ctx, h, Options{Timeout: fuzzCheckTimeout})
+		if took := time.Since(start); took > fuzzCheckBound {
+			t.Fatalf("Check took %s with a timeout of %s per checker", took, fuzzCheckTimeout)
+		}
+		var got []string
+		for _, r := range results {
+			got = append(got, r.Checker)
+			switch r.Verdict {
+			case Ok, Illegal, Unknown:
+			default:
+				t.Fatalf("%s: verdict %q", r.Checker, r.Verdict)
+			}
+			g, ok := catalog[r.Checker]
+			if !ok {
+				t.Fatalf("result of %q, which the catalog does not list", r.Checker)
+			}
+			// A checker may judge fewer than its catalog guarantees (the
+			// authority checker judges PS-14 only when fencing ran), never
+			// others.
+			for _, id := range r.Guarantees {
+				if !slices.Contains(g, id) {
+					t.Fatalf("%s judged %s, which the catalog does not give it (%v)", r.Checker, id, g)
+				}
+			}
+			if r.Summary == "" {
+				t.Fatalf("%s: %s with no summary", r.Checker, r.Verdict)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("checkers run (-applicable +ran):\n%s", diff)
+		}
+		if !slices.IsSortedFunc(got, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) }) {
+			t.Fatalf("results %v not in catalog order", got)
+		}
+		// Check only reads: the history is as a second read gives it.
+		again, err := history.Read(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("a second read fails: %v", err)
+		}
+		if diff := cmp.Diff(again, h); diff != "" {
+			t.Fatalf("Check changed the history (-read +after check):\n%s", diff)
+		}
+	})
+}
+
+// applicable names the checkers Check's documentation says apply to h, in
+// Catalog order.
+func applicable(h *history.History) []string {
+	ledger := func(actions ...history.LedgerAction) bool {
+		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
+	}
+	var out []string
+	add := func(applies bool, names ...string) {
+		if applies {
+			out = append(out, names...)
+		}
+	}
+	add(slices.ContainsFunc(h.Ops, IsRegisterOp), RegisterChecker)
+	add(watchApplies(h), WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker)
+	add(ledger(history.LedgerStart), AtMostOneChecker)
+	add(ledger(history.LedgerWrite, history.LedgerWriteRefused), StorageChecker)
+	add(ledger(history.LedgerTerm, history.LedgerKill), GraceChecker)
+	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), AuthorityChecker)
+	add(poHasPods(h.Store), PhasesChecker)
+	add(boHasRestart(h.Ledger), BackoffChecker)
+	add(preemptApplies(h), PreemptionChecker)
+	add(spreadApplies(h), SpreadChecker)
+	add(nodeHealthApplies(h), NodeHealthChecker)
+	return out
+}
+
+// encodeHistory writes h as history lines (the Recorder's format), for
+// seeds: the meta line at h's end, operations as invoke and complete lines,
+// faults as start and end lines, every other event at its time.
+func encodeHistory(h *history.History) []byte {
+	var buf bytes.Buffer
+	line := func(kind history.Kind, t int64, payload any) {
+		body, err := json.Marshal(payload)
+		if err != nil {
+			panic(err)
+		}
+		buf.WriteString(`{"kind":` + strconv.Quote(string(kind)) + `,"t":` + strconv.FormatInt(t, 10))
+		if len(body) > 2 {
+			buf.WriteByte(',')
+			buf.Write(body[1:])
+		} else {
+			buf.WriteByte('}')
+		}
+		buf.WriteByte('\n')
+	}
+	end := h.End
+	for _, op := range h.Ops {
+		end = max(end, op.Invoke)
+	}
+	line(history.KindMeta, end, h.Meta)
+	for _, op := range h.Ops {
+		line(history.KindInvoke, op.Invoke, op)
+		if op.Status != history.StatusUnknown && op.Status != "" {
+			line(history.KindComplete, op.Return, op)
+		}
+	}
+	for _, c := range h.API {
+		line(history.KindAPI, c.T, c)
+	}
+	for _, in := range h.Nemesis {
+		ev := history.NemesisEvent{ID: in.ID, Name: in.Name, Phase: history.PhaseStart, Targets: in.Targets, Wall: in.StartWall}
+		line(history.KindNemesis, in.Start, ev)
+		if in.Healed {
+			ev.Phase, ev.Wall = history.PhaseEnd, in.EndWall
+			line(history.KindNemesis, in.End, ev)
+		}
+	}
+	for _, e := range h.Ledger {
+		line(history.KindLedger, e.T, e)
+	}
+	for _, e := range h.Store {
+		line(history.KindStore, e.T, e)
+	}
+	for _, e := range h.Logs {
+		line(history.KindLog, e.T, e)
+	}
+	for _, e := range h.Watch {
+		line(history.KindWatch, e.T, e)
+	}
+	return buf.Bytes()
+}
