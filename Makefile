@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle
+.PHONY: help build test unit lint vet fmt bench run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -83,6 +83,19 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Native Go fuzzing: each target for FUZZTIME, one after another; a crasher
+# lands in the package's testdata/fuzz/FuzzXxx and fails the target. The
+# seed corpora replay in every go test run. Minimizing a new input is
+# capped, so that a slow target keeps fuzzing.
+FUZZTIME  ?= 60s
+FUZZFLAGS ?= -parallel 2 -fuzzminimizetime 10s
+FUZZ_TARGETS ?= history:FuzzRead history:FuzzWalkProto checker:FuzzCheck checker:FuzzPodDecode apiserver:FuzzRequestBody specs:FuzzScenario
+fuzz: ## run every fuzz target for FUZZTIME (default 60s) each, one after another
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t#*:}; echo "== $$name ./$$pkg/"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$$pkg/; \
+	done
 
 bench: ## benchmarks (store, API, checker); compare runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./raftstore/ ./apiserver/ ./checker/ ./cluster/...
