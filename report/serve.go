@@ -13,10 +13,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
-	"github.com/podsafe/podsafe/history"
 )
 
 //go:embed assets/index.html.tmpl
@@ -51,15 +51,25 @@ type indexPage struct {
 // Server serves a store of runs over HTTP, as Jepsen's serve does: an index
 // of the runs, newest first, and the files beneath the store. It refuses
 // every path that leaves the store, symbolic links included. A run's
-// report.html is rendered on the fly when the run has none yet.
+// report.html is rendered when the run has none yet, once: it is kept
+// beside the run's history (ServeCacheFile) until the history or
+// results.json changes, and only a few render at once (WithMaxRenders).
+// A Server is safe for concurrent use.
 type Server struct {
 	root  *os.Root
 	store string
 	files http.Handler
+
+	renders    chan struct{} // a slot per render allowed at once
+	renderWait time.Duration
+	mu         sync.Mutex
+	runLocks   map[string]chan struct{} // per run: held while its report is checked or rendered
+	// renderHook, when set, is called as each render starts (tests).
+	renderHook func(run string)
 }
 
 // NewServer opens store for serving. Close releases it.
-func NewServer(store string) (*Server, error) {
+func NewServer(store string, opts ...ServerOption) (*Server, error) {
 	st, err := os.Stat(store)
 	if err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
@@ -71,7 +81,12 @@ func NewServer(store string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
-	return &Server{root: root, store: store, files: http.FileServerFS(root.FS())}, nil
+	s := &Server{root: root, store: store, files: http.FileServerFS(root.FS()),
+		renders: make(chan struct{}, DefaultMaxRenders), renderWait: DefaultRenderWait, runLocks: map[string]chan struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Close releases the store.
@@ -103,7 +118,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// refused rather than reported missing.
 	if _, err := s.root.Stat(rel); err != nil {
 		if path.Base(rel) == ReportFile && errors.Is(err, fs.ErrNotExist) {
-			if s.renderReport(w, path.Dir(rel)) {
+			if s.renderReport(w, r, path.Dir(rel)) {
 				return
 			}
 		}
@@ -120,37 +135,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) exists(rel string) bool {
 	_, err := s.root.Stat(rel)
 	return err == nil
-}
-
-// renderReport renders the report.html of the run at rel when it has a
-// results.json, and reports whether it answered.
-func (s *Server) renderReport(w http.ResponseWriter, rel string) bool {
-	if _, err := s.root.Stat(path.Join(rel, ResultsFile)); err != nil {
-		return false
-	}
-	dir := filepath.Join(s.store, filepath.FromSlash(rel))
-	res, err := ReadResults(dir)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return true
-	}
-	var h *history.History
-	if f, err := s.root.Open(path.Join(rel, HistoryFile)); err == nil {
-		h, _ = history.Read(f)
-		f.Close()
-	}
-	link := ""
-	if s.exists(path.Join(rel, LinearizabilityFile)) {
-		link = LinearizabilityFile
-	}
-	page, err := RenderRun(h, res, link)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return true
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(page)
-	return true
 }
 
 // index lists the runs of the store, newest first.

@@ -15,17 +15,31 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var store, addr string
+	var maxRenders int
+	var renderWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "browse the store of runs over HTTP",
 		Long: `serve lists the runs of the store, newest first, with their verdicts and
 links to report.html, results.json, history.jsonl, linearizability.html and
-podsafe.log, and serves the files beneath the store (nothing outside it).`,
+podsafe.log, and serves the files beneath the store (nothing outside it).
+
+A run without a report.html gets one rendered on its first request and kept
+beside its history (` + report.ServeCacheFile + `) until the history or
+results.json changes. Rendering holds the whole history in memory, so at most
+--max-renders render at once; other requests wait up to --render-wait, then
+get 503 with Retry-After.`,
 		Example: `  podsafe serve
   podsafe serve --store /tmp/runs --addr 127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			srv, err := report.NewServer(store)
+			if maxRenders < 1 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--max-renders must be at least 1, got %d", maxRenders)}
+			}
+			if renderWait <= 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--render-wait must be positive, got %s", renderWait)}
+			}
+			srv, err := report.NewServer(store, report.WithMaxRenders(maxRenders), report.WithRenderWait(renderWait))
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
@@ -40,6 +54,8 @@ podsafe.log, and serves the files beneath the store (nothing outside it).`,
 	}
 	cmd.Flags().StringVar(&store, "store", "store", "directory of runs to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
+	cmd.Flags().IntVar(&maxRenders, "max-renders", report.DefaultMaxRenders, "reports rendered at once (each holds its run's history in memory)")
+	cmd.Flags().DurationVar(&renderWait, "render-wait", report.DefaultRenderWait, "how long a request waits for a report to render before a 503")
 	return cmd
 }
 

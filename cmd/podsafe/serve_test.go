@@ -81,6 +81,13 @@ func TestServe(t *testing.T) {
 	if code, body := get(t, ts.URL+"/reg/new-seed2/report.html"); code != 200 || !strings.Contains(body, `id="timeline-box"`) {
 		t.Errorf("report.html on the fly: %d", code)
 	}
+	// It is kept beside the run's history and served from there after.
+	if _, err := os.Stat(filepath.Join(store, "reg", "new-seed2", report.ServeCacheFile)); err != nil {
+		t.Errorf("the rendered report was not kept: %v", err)
+	}
+	if code, body := get(t, ts.URL+"/latest/report.html"); code != 200 || !strings.Contains(body, `id="timeline-box"`) {
+		t.Errorf("report.html again, through latest: %d", code)
+	}
 	if code, _ := get(t, ts.URL+"/reg/none/report.html"); code != 404 {
 		t.Errorf("report.html of no run: %d, want 404", code)
 	}
@@ -124,6 +131,11 @@ func TestServeCmd(t *testing.T) {
 		t.Errorf("serve of a missing store: exit %d %q", code, out)
 	}
 	store := t.TempDir()
+	for _, bad := range [][]string{{"--max-renders", "0"}, {"--render-wait", "0s"}} {
+		if out, code := run(context.Background(), append([]string{"serve", "--store", store}, bad...)...); code != exitUsage || !strings.Contains(out, bad[0]) {
+			t.Errorf("serve %v: exit %d %q, want a usage error naming the flag", bad, code, out)
+		}
+	}
 	if out, code := run(context.Background(), "serve", "--store", store, "--addr", "256.0.0.1:1"); code != exitUsage || !strings.Contains(out, "listening on 256.0.0.1:1") {
 		t.Errorf("serve on a bad address: exit %d %q", code, out)
 	}
