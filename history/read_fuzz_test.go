@@ -220,7 +220,8 @@ var historyOpts = []cmp.Option{cmp.Transformer("raw", rawJSON)}
 // comes back compacted, empty and absent lists are alike, and unknown
 // lines keep their content but not their line numbers.
 var reloadOpts = []cmp.Option{
-	cmp.Transformer("raw", rawJSON),
+	// EquateEmpty compares two empty raw messages.
+	cmp.FilterValues(func(a, b json.RawMessage) bool { return len(a) > 0 || len(b) > 0 }, cmp.Transformer("raw", rawJSON)),
 	cmpopts.EquateEmpty(),
 	cmpopts.IgnoreFields(RawEvent{}, "Line"),
 	cmpopts.IgnoreFields(History{}, "Truncated", "TruncatedLine"),
