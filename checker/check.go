@@ -2,9 +2,12 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -97,9 +100,13 @@ func Catalog() []Info {
 // result's Summary without changing the verdict. Combine the verdicts with
 // Merge.
 func Check(ctx context.Context, h *history.History, opts Options) []Result {
-	var checks []func() Result
+	type namedCheck struct {
+		name  string
+		check func() Result
+	}
+	var checks []namedCheck
 	if slices.ContainsFunc(h.Ops, IsRegisterOp) {
-		checks = append(checks, func() Result {
+		checks = append(checks, namedCheck{RegisterChecker, func() Result {
 			if opts.VisualizationPath == "" {
 				return CheckRegister(ctx, h.Ops, opts)
 			}
@@ -108,55 +115,73 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 				res.Summary += "; " + err.Error()
 			}
 			return res
-		})
+		}})
 	}
-	if watchApplies(h) {
-		for _, check := range []func(context.Context, *history.History, Options) Result{
-			CheckWatchOrder, CheckWatchValues, CheckReadAfterWatch, CheckLists,
-		} {
-			checks = append(checks, func() Result { return check(ctx, h, opts) })
+	add := func(applies bool, name string, check func(context.Context, *history.History, Options) Result) {
+		if applies {
+			checks = append(checks, namedCheck{name, func() Result { return check(ctx, h, opts) }})
 		}
 	}
+	watched := watchApplies(h)
+	add(watched, WatchOrderChecker, CheckWatchOrder)
+	add(watched, WatchValueChecker, CheckWatchValues)
+	add(watched, ReadAfterWatchChecker, CheckReadAfterWatch)
+	add(watched, ListChecker, CheckLists)
 	hasAction := func(actions ...history.LedgerAction) bool {
 		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
 	}
-	if hasAction(history.LedgerStart) {
-		checks = append(checks, func() Result {
-			res := CheckAtMostOne(ctx, h, opts)
-			// Availability is measured, not judged: per pet, time
-			// unavailable and time to recovery after each fault, beside the
-			// safety verdict.
-			res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
-			return res
-		})
-	}
-	add := func(applies bool, check func(context.Context, *history.History, Options) Result) {
-		if applies {
-			checks = append(checks, func() Result { return check(ctx, h, opts) })
-		}
-	}
-	add(hasAction(history.LedgerWrite, history.LedgerWriteRefused), CheckStorage)
-	add(hasAction(history.LedgerTerm, history.LedgerKill), CheckGrace)
-	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), CheckAuthority)
-	add(poHasPods(h.Store), CheckPhases)
-	add(boHasRestart(h.Ledger), CheckBackoff)
-	add(preemptApplies(h), CheckPreemption)
-	add(spreadApplies(h), CheckSpread)
-	add(nodeHealthApplies(h), CheckNodeHealth)
+	add(hasAction(history.LedgerStart), AtMostOneChecker, func(ctx context.Context, h *history.History, opts Options) Result {
+		res := CheckAtMostOne(ctx, h, opts)
+		// Availability is measured, not judged: per pet, time
+		// unavailable and time to recovery after each fault, beside the
+		// safety verdict.
+		res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
+		return res
+	})
+	add(hasAction(history.LedgerWrite, history.LedgerWriteRefused), StorageChecker, CheckStorage)
+	add(hasAction(history.LedgerTerm, history.LedgerKill), GraceChecker, CheckGrace)
+	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), AuthorityChecker, CheckAuthority)
+	add(poHasPods(h.Store), PhasesChecker, CheckPhases)
+	add(boHasRestart(h.Ledger), BackoffChecker, CheckBackoff)
+	add(preemptApplies(h), PreemptionChecker, CheckPreemption)
+	add(spreadApplies(h), SpreadChecker, CheckSpread)
+	add(nodeHealthApplies(h), NodeHealthChecker, CheckNodeHealth)
 
 	// The checkers only read h: they run side by side, as many at once as
-	// there are processors, and their results keep Catalog order.
+	// there are processors, and their results keep Catalog order. A
+	// checker that panics answers Unknown with the panic as its evidence
+	// (Jepsen's check-safe): one broken checker never takes the others'
+	// verdicts with it.
 	results := make([]Result, len(checks))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
-	for i, check := range checks {
+	for i, c := range checks {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = check()
+			results[i] = checkSafe(c.name, c.check)
 		}()
 	}
 	wg.Wait()
 	return holdToEvidence(opts.Workload, results)
+}
+
+// checkSafe runs check; a panic becomes an Unknown result of the named
+// checker, with the panic and its stack as evidence.
+func checkSafe(name string, check func() Result) (res Result) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{
+				Checker:    name,
+				Verdict:    Unknown,
+				Guarantees: catalogGuarantees(name),
+				Summary:    fmt.Sprintf("the checker crashed (%v): no verdict; this is a bug in podsafe, not in the system under test", p),
+				Evidence:   []Evidence{{Description: fmt.Sprintf("panic: %v\n\n%s", p, debug.Stack())}},
+				Stats:      Stats{Duration: time.Since(start)},
+			}
+		}
+	}()
+	return check()
 }

@@ -128,3 +128,22 @@ func resultsNames(results []Result) string {
 	}
 	return strings.Join(names, ",")
 }
+
+func TestCheckSafeTurnsAPanicIntoUnknown(t *testing.T) {
+	res := checkSafe(PhasesChecker, func() Result {
+		var p *history.History
+		return Result{Checker: PhasesChecker, Summary: p.Meta.Scenario} // nil dereference
+	})
+	if res.Verdict != Unknown || res.Checker != PhasesChecker || !strings.Contains(res.Summary, "crashed") {
+		t.Fatalf("result %+v, want Unknown naming the crash", res)
+	}
+	if len(res.Evidence) != 1 || !strings.Contains(res.Evidence[0].Description, "nil pointer") || !strings.Contains(res.Evidence[0].Description, "goroutine") {
+		t.Errorf("evidence %+v, want the panic and its stack", res.Evidence)
+	}
+	if len(res.Guarantees) == 0 {
+		t.Error("no guarantees named")
+	}
+	if ok := checkSafe(PhasesChecker, func() Result { return Result{Checker: PhasesChecker, Verdict: Ok} }); ok.Verdict != Ok {
+		t.Errorf("a checker that returns keeps its verdict, got %s", ok.Verdict)
+	}
+}
