@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
@@ -93,11 +92,21 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 		if err != nil {
 			return s, fmt.Errorf("reading scenario: %w", err)
 		}
-		if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		if s, err = specs.ParseScenario(b); err != nil {
 			return s, fmt.Errorf("scenario %s: %w", f.scenarioFile, err)
 		}
 	}
 	set := func(name string) bool { return f.scenarioFile == "" || cmd.Flags().Changed(name) }
+	// A flag given explicitly is never replaced by a default, not even when
+	// it is zero: Validate refuses what is out of range.
+	for flag, field := range map[string]string{
+		"time-limit": "duration", "nemesis-interval": "nemesisInterval", "time-scale": "timeScale",
+		"concurrency": "concurrency", "keys": "keys", "members": "topology.members", "apiservers": "kube.apiservers",
+	} {
+		if cmd.Flags().Changed(flag) {
+			s.SetGiven(field)
+		}
+	}
 	if set("workload") {
 		s.Workload = f.workload
 	}
@@ -113,13 +122,19 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	if set("time-scale") {
 		s.TimeScale = f.timeScale
 	}
-	if set("concurrency") && f.concurrency != 0 {
-		s.Concurrency = f.concurrency
+	if cmd.Flags().Changed("concurrency") {
+		s.Concurrency = f.concurrency // not given: 2 × members
 	}
 	if set("seed") {
 		s.Seed = f.seed
 	}
-	if set("members") || set("nodes") || set("zones") || s.Topology.Members == 0 {
+	// A scenario file's topology stands unless a flag changes it (a file
+	// that lists nodes without members gets the default members).
+	fileTopology := s.Topology.Members != 0 || len(s.Topology.Nodes) > 0 || s.Given("topology.members")
+	if set("members") || set("nodes") || set("zones") || !fileTopology {
+		if err := checkNodesZones(f.nodes, f.zones); err != nil {
+			return s, err
+		}
 		// Nodes and zones the user did not give are at least what the
 		// workload needs (spread needs two zones), as a scenario's
 		// defaults would have them.
@@ -133,7 +148,13 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 				nodes = max(nodes, need.MinNodes, zones)
 			}
 		}
+		if cmd.Flags().Changed("zones") {
+			if err := checkZonesFit(nodes, zones); err != nil {
+				return s, err
+			}
+		}
 		s.Topology = cluster.DefaultTopology(f.members, nodes, zones)
+		s.SetGiven("topology.members") // the flag's, default or not
 	}
 	if set("keys") {
 		s.Keys = f.keys
@@ -202,6 +223,8 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 	out := cmd.OutOrStdout()
 	worst := exitValid
 	base := s.Seed
+	// A first Ctrl-C stops the run and checks what ran; a second aborts.
+	stopRun := claimInterrupts(cmd.Context())
 	for i := 0; i < f.testCount; i++ {
 		run := s
 		if base != 0 {
@@ -222,12 +245,12 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 			}
 			return rerunCommand(run, f.store)
 		}
-		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun})
+		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun, Stop: stopRun})
 		code := printOutcome(out, o, err)
 		if code > worst {
 			worst = code
 		}
-		if cmd.Context().Err() != nil {
+		if cmd.Context().Err() != nil || (o != nil && o.Results.Interrupted) {
 			break
 		}
 	}
@@ -249,8 +272,12 @@ func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome,
 	for _, w := range o.Results.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
+	fmt.Fprintf(out, "verdict: %s\n", o.Results.Label())
 	fmt.Fprintf(out, "results: %s (report.html, junit.xml)\n", o.Dir)
 	code := verdictCode(o.Results.Verdict)
+	if o.Results.Interrupted && err == nil {
+		fmt.Fprintf(out, "the run was interrupted; the checkers judged what ran. Check its history again with: podsafe check %s\n", o.Dir)
+	}
 	if err != nil {
 		fmt.Fprintf(out, "the run crashed: %v\nits history is on disk: podsafe check %s\n", err, o.Dir)
 		code = exitCrashed
