@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/history"
 )
 
@@ -193,7 +194,9 @@ func BenchmarkServe24(b *testing.B) {
 		dir := filepath.Join(store, fmt.Sprintf("run-%d", i))
 		os.MkdirAll(dir, 0o755)
 		writeBigHistory(b, filepath.Join(dir, HistoryFile), mb<<20)
-		if err := WriteResults(dir, testResults(dir, nil)); err != nil {
+		res := Results{Scenario: "register", Seed: uint64(i), Dir: dir, Verdict: checker.Ok, Started: testStart, Finished: testStart.Add(time.Minute),
+			Checks: []checker.Result{{Checker: checker.RegisterChecker, Verdict: checker.Ok, Guarantees: []string{"STORE-LIN"}, Summary: "linearizable"}}}
+		if err := WriteResults(dir, res); err != nil {
 			b.Fatal(err)
 		}
 	}
