@@ -147,6 +147,10 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 	add(spreadApplies(h), SpreadChecker, CheckSpread)
 	add(nodeHealthApplies(h), NodeHealthChecker, CheckNodeHealth)
 
+	if len(opts.Checkers) > 0 {
+		checks = slices.DeleteFunc(checks, func(c namedCheck) bool { return !slices.Contains(opts.Checkers, c.name) })
+	}
+
 	// The checkers only read h: they run side by side, as many at once as
 	// there are processors, and their results keep Catalog order. A
 	// checker that panics answers Unknown with the panic as its evidence
@@ -164,7 +168,7 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 		}()
 	}
 	wg.Wait()
-	return holdToEvidence(opts.Workload, results)
+	return holdToEvidence(opts, results)
 }
 
 // checkSafe runs check; a panic becomes an Unknown result of the named

@@ -13,6 +13,9 @@ type expectation struct {
 	// input names what the checker judges, for the summary of a result
 	// that found none of it.
 	input string
+	// asked marks a checker the scenario names (Options.Checkers) rather
+	// than one the workload always feeds.
+	asked bool
 }
 
 // workloadExpects lists, per workload, the checkers any run of it feeds:
@@ -23,25 +26,25 @@ type expectation struct {
 // no gap.
 var workloadExpects = map[string][]expectation{
 	"register": {
-		{RegisterChecker, "register operation with a known outcome (an invoke line and its completion)"},
+		{checker: RegisterChecker, input: "register operation with a known outcome (an invoke line and its completion)"},
 	},
 	"pets": {
-		{AtMostOneChecker, "container run of a pet (ledger start lines of pods the pet controller owns)"},
-		{PhasesChecker, "pod change in the store's record"},
+		{checker: AtMostOneChecker, input: "container run of a pet (ledger start lines of pods the pet controller owns)"},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
 	"replicas": {
-		{AtMostOneChecker, "container run (ledger start lines)"},
-		{PhasesChecker, "pod change in the store's record"},
+		{checker: AtMostOneChecker, input: "container run (ledger start lines)"},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
 	"lifecycle": {
-		{PhasesChecker, "pod change in the store's record"},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
 	"priority": {
-		{PhasesChecker, "pod change in the store's record"},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
 	"spread": {
-		{SpreadChecker, "binding of a pod with DoNotSchedule topology spread constraints"},
-		{PhasesChecker, "pod change in the store's record"},
+		{checker: SpreadChecker, input: "binding of a pod with DoNotSchedule topology spread constraints"},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
 }
 
@@ -56,30 +59,49 @@ func Expected(workload string) []string {
 }
 
 // holdToEvidence applies "a verdict needs evidence" to the results of a run
-// of workload: each checker the workload always feeds that did not run (its
-// input is missing from the history) answers Unknown, naming what is
-// missing; one that ran, judged nothing and said Ok answers Unknown too.
+// of opts.Workload: each checker the workload always feeds, and each the
+// scenario names (opts.Checkers), that did not run (its input is missing
+// from the history) answers Unknown, naming what is missing; one the
+// workload feeds that ran, judged nothing and said Ok answers Unknown too.
 // Results keep Catalog order.
-func holdToEvidence(workload string, results []Result) []Result {
-	exp := workloadExpects[workload]
+func holdToEvidence(opts Options, results []Result) []Result {
+	workload := opts.Workload
+	var exp []expectation
+	for _, e := range workloadExpects[workload] {
+		if len(opts.Checkers) == 0 || slices.Contains(opts.Checkers, e.checker) {
+			exp = append(exp, e)
+		}
+	}
+	for _, name := range opts.Checkers {
+		if !slices.ContainsFunc(exp, func(e expectation) bool { return e.checker == name }) {
+			exp = append(exp, expectation{checker: name, input: "input of the " + name + " checker", asked: true})
+		}
+	}
 	if len(exp) == 0 {
 		return results
 	}
 	for _, e := range exp {
 		i := slices.IndexFunc(results, func(r Result) bool { return r.Checker == e.checker })
+		why := fmt.Sprintf("the %s workload ran", workload)
+		if e.asked {
+			why = "the scenario asks for this checker"
+		}
 		if i < 0 {
+			summary := fmt.Sprintf("nothing to judge: %s, but the history holds no %s, so the checker did not run; the history is missing what every run of it records", why, e.input)
+			if e.asked {
+				summary = fmt.Sprintf("nothing to judge: %s, but the history holds no %s (see podsafe list for what it reads)", why, e.input)
+			}
 			results = append(results, Result{
 				Checker:    e.checker,
 				Verdict:    Unknown,
 				Guarantees: catalogGuarantees(e.checker),
-				Summary: fmt.Sprintf("nothing to judge: the %s workload ran, but the history holds no %s, so the checker did not run; the history is missing what every run of it records",
-					workload, e.input),
+				Summary:    summary,
 			})
 			continue
 		}
-		if r := &results[i]; r.Verdict == Ok && r.Stats.Checked == 0 {
+		if r := &results[i]; r.Verdict == Ok && r.Stats.Checked == 0 && !e.asked {
 			r.Verdict = Unknown
-			r.Summary = fmt.Sprintf("nothing judged: the %s workload ran, but no %s was there to judge (%s)", workload, e.input, r.Summary)
+			r.Summary = fmt.Sprintf("nothing judged: %s, but no %s was there to judge (%s)", why, e.input, r.Summary)
 		}
 	}
 	order := map[string]int{}

@@ -147,3 +147,30 @@ func TestCheckSafeTurnsAPanicIntoUnknown(t *testing.T) {
 		t.Errorf("a checker that returns keeps its verdict, got %s", ok.Verdict)
 	}
 }
+
+func TestChosenCheckersOnlyAndEachMustJudge(t *testing.T) {
+	h := &history.History{Ops: ops(t, "0 0 10 create x a -> ok", "1 20 30 get x -> a")}
+	bg := context.Background()
+	results := Check(bg, h, Options{Checkers: []string{RegisterChecker}})
+	if got := resultsNames(results); got != RegisterChecker {
+		t.Fatalf("checkers %s, want only %s", got, RegisterChecker)
+	}
+	// A chosen checker whose input the history lacks answers Unknown.
+	results = Check(bg, h, Options{Checkers: []string{SpreadChecker, RegisterChecker}})
+	if got, want := resultsNames(results), RegisterChecker+","+SpreadChecker; got != want {
+		t.Fatalf("checkers %s, want %s", got, want)
+	}
+	r := resultOf(t, results, SpreadChecker)
+	if r.Verdict != Unknown || !strings.Contains(r.Summary, "the scenario asks for this checker") {
+		t.Errorf("spread = %s %q, want Unknown: asked for, nothing to judge", r.Verdict, r.Summary)
+	}
+	if v := Merge(results); v != Unknown {
+		t.Errorf("verdict %s, want Unknown", v)
+	}
+	// A workload's demand on a checker the scenario left out does not
+	// bring it back.
+	results = Check(bg, &history.History{Ops: h.Ops}, Options{Workload: "pets", Checkers: []string{RegisterChecker}})
+	if got := resultsNames(results); got != RegisterChecker {
+		t.Errorf("checkers %s, want only %s", got, RegisterChecker)
+	}
+}

@@ -145,6 +145,10 @@ type Options struct {
 	// checker that every run of it feeds and that found nothing to judge
 	// answers Unknown (see Expected). Empty: no such demand.
 	Workload string
+	// Checkers, when set, are the only checkers that run (by name, see
+	// Catalog), and each must judge something: one whose input the history
+	// lacks answers Unknown. A scenario's checkers list.
+	Checkers []string
 }
 
 func (o Options) timeout() time.Duration {

@@ -55,6 +55,10 @@ type Meta struct {
 // for a scripted run, which runs steps instead).
 const ExtraWorkload = "workload"
 
+// ExtraCheckers is the Meta.Extra key listing, comma separated, the only
+// checkers a run's scenario asks for (absent: every one that applies).
+const ExtraCheckers = "checkers"
+
 // Status is the outcome of a client operation or an API call.
 type Status string
 

@@ -110,6 +110,9 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		// something to judge (a scripted run runs steps instead).
 		extra[history.ExtraWorkload] = s.Workload
 	}
+	if len(s.Checkers) > 0 {
+		extra[history.ExtraCheckers] = strings.Join(s.Checkers, ",")
+	}
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.Meta{
 		Scenario: s.Name, Seed: s.Seed, Start: started, Extra: extra,
 	})
@@ -394,6 +397,7 @@ func CheckDirHistory(ctx context.Context, dir string, timeout time.Duration) (*r
 		Timeout:           timeout,
 		VisualizationPath: filepath.Join(dir, "linearizability.html"),
 		Workload:          h.Meta.Extra[history.ExtraWorkload],
+		Checkers:          splitList(h.Meta.Extra[history.ExtraCheckers]),
 	})
 	verdict := checker.Merge(results)
 	if len(results) == 0 || !h.Complete {
@@ -511,3 +515,11 @@ func RandomSeed() uint64 {
 }
 
 func sortStrings(s []string) []string { sort.Strings(s); return s }
+
+// splitList splits a comma-separated list; "" is none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

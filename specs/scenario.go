@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
@@ -55,7 +56,11 @@ type Scenario struct {
 	// "none" runs without faults.
 	Nemesis         []string `json:"nemesis"`
 	NemesisInterval Duration `json:"nemesisInterval"`
-	Checkers        []string `json:"checkers,omitempty"`
+	// Checkers, when set, are the only checkers that judge the run (names
+	// as podsafe list shows them), and each must find something to judge:
+	// one whose input the history lacks answers Unknown. Empty: every
+	// checker whose input the history holds.
+	Checkers []string `json:"checkers,omitempty"`
 	// Duration is the time limit of the workload phase, in wall time.
 	Duration    Duration `json:"duration"`
 	TimeScale   float64  `json:"timeScale"`
@@ -114,6 +119,7 @@ var flagOf = map[string]string{
 	"keys":             "keys",
 	"topology.members": "members",
 	"kube.apiservers":  "apiservers",
+	"checkers":         "checkers",
 }
 
 // SetGiven records that the scenario field at path (a JSON path such as
@@ -332,6 +338,9 @@ func (s *Scenario) Validate() error {
 	if _, err := nemesis.Lookup(s.Nemesis...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
+	if err := validCheckers(s.Checkers); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
 	if err := s.Topology.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
@@ -523,5 +532,23 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("duration %s: want a string like \"30s\"", b)
 	}
 	*d = Duration(n)
+	return nil
+}
+
+// validCheckers refuses a checkers list naming a checker podsafe does not
+// have, or one twice.
+func validCheckers(names []string) error {
+	var known []string
+	for _, c := range checker.Catalog() {
+		known = append(known, c.Name)
+	}
+	for i, n := range names {
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("%s: unknown checker %q; choose among %s", fieldRef("checkers"), n, strings.Join(known, ", "))
+		}
+		if slices.Contains(names[:i], n) {
+			return fmt.Errorf("%s: checker %q is named twice", fieldRef("checkers"), n)
+		}
+	}
 	return nil
 }

@@ -20,6 +20,7 @@ type testFlags struct {
 	workload        string
 	nemesis         []string
 	nemesisInterval time.Duration
+	checkers        []string
 	timeLimit       time.Duration
 	timeScale       float64
 	concurrency     int
@@ -63,6 +64,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.StringVar(&f.scenarioFile, "scenario", "", "read the scenario from a YAML or JSON file (flags given too override it)")
 	fl.StringVar(&f.workload, "workload", "register", "workload to run (see podsafe list)")
 	fl.StringSliceVar(&f.nemesis, "nemesis", []string{"partition"}, "faults or fault groups, comma separated, or none (see podsafe list)")
+	fl.StringSliceVar(&f.checkers, "checkers", nil, "only these checkers judge the run, comma separated (see podsafe list); each must find something to judge, or the verdict is unknown (default: every checker whose input the history holds)")
 	fl.DurationVar(&f.nemesisInterval, "nemesis-interval", 5*time.Second, "mean time between nemesis operations")
 	fl.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "the cluster clock runs this many times faster than wall time (default 1 for register, 50 for workloads that run pods)")
@@ -127,6 +129,9 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("seed") {
 		s.Seed = f.seed
+	}
+	if set("checkers") {
+		s.Checkers = f.checkers
 	}
 	// A scenario file's topology stands unless a flag changes it (a file
 	// that lists nodes without members gets the default members).
@@ -335,6 +340,9 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	for _, b := range s.Bugs {
 		args = append(args, "--bug", b)
+	}
+	if len(s.Checkers) > 0 {
+		args = append(args, "--checkers", strings.Join(s.Checkers, ","))
 	}
 	if len(s.FenceAgents) > 0 {
 		args = append(args, "--fence-agents", strings.Join(s.FenceAgents, ","))
