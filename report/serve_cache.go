@@ -26,7 +26,7 @@ const ServeCacheFile = ".report.serve.html"
 const (
 	// DefaultMaxRenders is how many reports a Server renders at once: a
 	// render holds the whole history in memory (a 40 MB history takes
-	// about 90 MB), so requests beyond it wait.
+	// about 100 MB), so requests beyond it wait.
 	DefaultMaxRenders = 2
 	// DefaultRenderWait is how long a request waits for its report before
 	// it is answered 503 with Retry-After.
