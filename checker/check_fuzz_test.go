@@ -17,7 +17,7 @@ import (
 // fuzzCheckTimeout bounds each checker in FuzzCheck; fuzzCheckBound is how
 // long Check may take in all before the fuzzer calls it a hang.
 const (
-	fuzzCheckTimeout = 200 * time.Millisecond
+	fuzzCheckTimeout = 20 * time.Millisecond
 	fuzzCheckBound   = 5 * time.Second
 )
 
