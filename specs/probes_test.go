@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -638,7 +640,7 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		cs := probeNodeAPI(ctx, ledger)
 		// Clock time: at the embedded probe's time scale 50 these are 0.1 s
 		// and 0.6 s; the kube target runs at 1.
-		script := "ready-after=5s liveness-fail-at=30s"
+		script := "ready-after=50s liveness-fail-at=100s"
 		if onKubeTarget() {
 			script = "ready-after=3s liveness-fail-at=8s"
 		}
@@ -650,11 +652,26 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		p.Spec.Containers[0].LivenessProbe = probe()
 		p.Spec.Containers[0].ReadinessProbe = probe()
 		p.Annotations = map[string]string{kubelet.ScriptAnnotationPrefix + "c": script}
-		pod, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		// Every version of the pod, from before it exists: whether it was
+		// Running and not yet Ready is read from what the store held, not
+		// from a Get that a slow machine may make too late.
+		w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=probed"})
 		Expect(err).NotTo(HaveOccurred())
-		ready := func() bool {
-			p, err := cs.CoreV1().Pods("default").Get(ctx, "probed", metav1.GetOptions{})
-			Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		var (
+			versionsMu sync.Mutex
+			versions   []*corev1.Pod
+		)
+		go func() {
+			for ev := range w.ResultChan() {
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					versionsMu.Lock()
+					versions = append(versions, p)
+					versionsMu.Unlock()
+				}
+			}
+		}()
+		podReady := func(p *corev1.Pod) bool {
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodReady {
 					return c.Status == corev1.ConditionTrue
@@ -662,13 +679,24 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			}
 			return false
 		}
-		Eventually(func() corev1.PodPhase {
+		pod, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		ready := func() bool {
 			p, err := cs.CoreV1().Pods("default").Get(ctx, "probed", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			return p.Status.Phase
-		}).WithTimeout(20 * time.Second).Should(Equal(corev1.PodRunning))
-		Expect(ready()).To(BeFalse(), "not ready before the readiness probe succeeds (checked at once)")
-		Eventually(ready).WithTimeout(20*time.Second).Should(BeTrue(), "ready once the readiness probe succeeds")
+			return podReady(p)
+		}
+		Eventually(ready).WithTimeout(40*time.Second).Should(BeTrue(), "ready once the readiness probe succeeds")
+		Eventually(func() bool {
+			versionsMu.Lock()
+			defer versionsMu.Unlock()
+			return slices.ContainsFunc(versions, podReady)
+		}).WithTimeout(20*time.Second).Should(BeTrue(), "the watch delivered the Ready version")
+		versionsMu.Lock()
+		firstReady := slices.IndexFunc(versions, podReady)
+		runningNotReady := slices.ContainsFunc(versions[:firstReady], func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		versionsMu.Unlock()
+		Expect(runningNotReady).To(BeTrue(), "the pod was Running and not Ready before the readiness probe succeeded")
 		// The liveness probe fails from 30 s: the kubelet kills the
 		// container, which restartPolicy Always restarts on the same node.
 		Eventually(func() int {
