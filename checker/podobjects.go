@@ -409,8 +409,17 @@ func (s *poScanner) rawString() ([]byte, bool, error) {
 		return nil, false, errPoScan
 	}
 	start := s.i + 1
+	// Most strings are plain ASCII: the first byte that is not ends them.
+	j := start
+	for j < len(s.d) && poPlain[s.d[j]] {
+		j++
+	}
+	if j < len(s.d) && s.d[j] == '"' {
+		s.i = j + 1
+		return s.d[start:j], false, nil
+	}
 	slow, ascii := false, true
-	for j := start; j < len(s.d); j++ {
+	for ; j < len(s.d); j++ {
 		switch c := s.d[j]; {
 		case c == '"':
 			s.i = j + 1
@@ -434,6 +443,15 @@ func (s *poScanner) rawString() ([]byte, bool, error) {
 	}
 	return nil, false, errPoScan
 }
+
+// poPlain marks the bytes a string holds as they are: printable ASCII but
+// the quote and the backslash.
+var poPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // poEscape returns the length of the valid JSON escape that b begins with
 // (after its backslash), or 0.
