@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/internal/atomicfile"
 	"github.com/podsafe/podsafe/nemesis"
 )
 
@@ -293,7 +294,7 @@ func (r *ZooReport) WriteJSON(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func firstLine(s string) string {

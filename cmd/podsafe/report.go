@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podsafe/podsafe/internal/atomicfile"
 	"github.com/podsafe/podsafe/report"
 )
 
@@ -206,10 +207,10 @@ func reproTable(cmd *cobra.Command, stores []string, catalog string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(store, "repro.md"), []byte(md), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(store, "repro.md"), []byte(md), 0o644); err != nil {
 			return &exitError{code: exitCrashed, err: err}
 		}
-		if err := os.WriteFile(filepath.Join(store, "repro.json"), b, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(store, "repro.json"), b, 0o644); err != nil {
 			return &exitError{code: exitCrashed, err: err}
 		}
 		fmt.Fprint(cmd.OutOrStdout(), md)
