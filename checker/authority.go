@@ -15,8 +15,13 @@ import (
 const AuthorityChecker = "authority"
 
 // authorityGuarantees are the guarantees the authority checker judges: who
-// may force delete a pod (PS-8, PS-9, PS-10, PS-14).
-var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
+// may force delete a pod (PS-8, PS-9, PS-10, PS-14), and that a kubelet
+// deletes only its own node's pods (PS-1, the node restriction).
+var authorityGuarantees = []string{"PS-1", "PS-8", "PS-9", "PS-10", "PS-14"}
+
+// forceGuarantees are the authority checker's guarantees about force
+// deletion: those an illegal force deletion violates.
+var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 
 // CheckAuthority judges every successful force deletion of a pod in the API
 // history: a delete (or eviction) that asked for grace 0 and succeeded. It is
@@ -47,6 +52,13 @@ var authorityGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // (PS-8). When the history has neither a ledger nor the store's record of
 // the deletion, force deletions by other identities cannot be judged and
 // the verdict is Unknown.
+//
+// Every pod deletion or eviction by a kubelet that may have happened,
+// whatever its grace, is judged against the node restriction (PS-1): the
+// pod must be bound to the kubelet's own node, as the store recorded it (by
+// the UID the answer named, else the last version of its name before the
+// call). A deletion whose pod the store does not show bound is not judged;
+// PS-1 is listed only when one was.
 //
 // PS-14 is the fencing controller's rule: the result lists it only when the
 // history holds a call of the fencing controller. A run without one (no
@@ -90,10 +102,18 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	}
 	res.Stats.Ops = deletions
 	res.Stats.Checked = len(forced)
+	st := &stopper{ctx: ctx}
+	crossEv, crossIllegal, crossJudged, ok := crossNodeDeletions(h, st, opts.maxEvidence())
+	if !ok {
+		return res.cancelled(count(deletions, "deletion"))
+	}
+	res.Stats.Checked += crossJudged
+	if crossJudged == 0 {
+		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-1" })
+	}
 
 	runs := containerRuns(h.Ledger)
 	w := newWitness(h, runs)
-	st := &stopper{ctx: ctx}
 	var ev, undecidedEv []Evidence
 	byWhom := map[string]int{}
 	illegal, idle, finished, undecided := 0, 0, 0, 0
@@ -173,15 +193,30 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	if noFencing {
 		notes = append(notes, "PS-14 not judged: no fencing controller call in the history")
 	}
+	if crossJudged > 0 && crossIllegal == 0 {
+		notes = append(notes, fmt.Sprintf("each of %s by kubelets was of a pod bound to its own node", count(crossJudged, "judged deletion")))
+	}
 	suffix := ""
 	if len(notes) > 0 {
 		suffix = "; " + strings.Join(notes, "; ")
 	}
 	switch {
-	case illegal > 0:
-		res.Evidence = ev
-		return res.finish(Illegal, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s%s",
-			count(illegal, "force deletion"), ev[0].Description, suffix))
+	case illegal > 0 || crossIllegal > 0:
+		// Only the guarantees a violation breaks are named.
+		var parts []string
+		res.Guarantees = nil
+		if crossIllegal > 0 {
+			res.Guarantees = append(res.Guarantees, "PS-1")
+			res.Evidence = append(res.Evidence, crossEv...)
+			parts = append(parts, fmt.Sprintf("%s by kubelets were of pods bound to another node, first %s", count(crossIllegal, "deletion"), crossEv[0].Description))
+		}
+		if illegal > 0 {
+			res.Guarantees = append(res.Guarantees, slices.DeleteFunc(slices.Clone(forceGuarantees), func(id string) bool { return noFencing && id == "PS-14" })...)
+			res.Evidence = append(res.Evidence, ev...)
+			parts = append(parts, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s",
+				count(illegal, "force deletion"), ev[0].Description))
+		}
+		return res.finish(Illegal, strings.Join(parts, "; ")+suffix)
 	case undecided > 0:
 		res.Evidence = undecidedEv
 		return res.finish(Unknown, fmt.Sprintf("%s by controllers or users cannot be judged: the history has no ledger to show whether their pods were running%s",

@@ -195,7 +195,7 @@ func TestAuthorityPS14NeedsFencingController(t *testing.T) {
 	mustMention(t, "summary", res.Summary, "PS-14 not judged: no fencing controller call")
 	b := runningPod().call(2, identityFencing, "list", "nodes", "", "")
 	res = mustVerdict(t, CheckAuthority(bg, endPod(b.force(10, identityAdmin)).history(), Options{}), Ok)
-	if diff := cmp.Diff(authorityGuarantees, res.Guarantees); diff != "" {
+	if diff := cmp.Diff(forceGuarantees, res.Guarantees); diff != "" {
 		t.Errorf("guarantees with a fencing controller (-want +got):\n%s", diff)
 	}
 	if strings.Contains(res.Summary, "PS-14 not judged") {

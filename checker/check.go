@@ -55,7 +55,7 @@ func Catalog() []Info {
 		Guarantees:  graceGuarantees,
 	}, {
 		Name:        AuthorityChecker,
-		Description: "from the API history and the ledger: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods",
+		Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, and a kubelet deletes or evicts only pods bound to its own node (the node restriction)",
 		Guarantees:  authorityGuarantees,
 	}, {
 		Name:        PhasesChecker,

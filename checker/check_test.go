@@ -50,7 +50,10 @@ func everything(t *testing.T) *history.History {
 		led(12, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 3)).
 		deleted(13, "workload", "a", 30).
 		led(14, history.LedgerTerm, "n1", "web-0", "a", grace(30)).
-		led(15, history.LedgerExit, "n1", "web-0", "a")
+		led(15, history.LedgerExit, "n1", "web-0", "a").
+		// Its kubelet finishes the deletion (PS-8), of a pod of its own
+		// node (PS-1).
+		deleted(16, "kubelet:n1", "a", 0)
 	b.h.Ops = ops(t, "0 0 10 create x a -> ok")
 	h := b.history()
 	// A register run's watches, reads, lists and committed Leases.

@@ -1,0 +1,120 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// The node restriction half of the authority checker (PS-1): a kubelet
+// deletes or evicts only pods bound to its own node, whatever the grace.
+// The API server refuses the others (apiserver's node restriction); a run
+// with its authority bypassed, or a control plane that lacks the rule,
+// shows them here.
+
+// podBinding is where the store recorded a pod bound: its node, and the
+// pod's key and UID.
+type podBinding struct {
+	key, uid, node string
+	t              int64 // when the store recorded the version
+	deleted        bool  // the version is the pod's DELETED event
+}
+
+// podNodes reads, from the store's record of pods, every version that names
+// a node (and every DELETED event), in store order. A pod is bound once
+// (LC-3), so any version of a UID with a node tells its node.
+func podNodes(store []history.StoreEvent, st *stopper) (byUID map[string]string, byKey map[string][]podBinding, ok bool) {
+	byUID, byKey = map[string]string{}, map[string][]podBinding{}
+	for _, ev := range store {
+		if st.stopped() {
+			return nil, nil, false
+		}
+		if ev.Resource != "pods" || len(ev.Object) == 0 {
+			continue
+		}
+		var p poPod
+		if poDecode(ev.Object, &p) != nil {
+			continue
+		}
+		key := podRef(ev.Namespace, ev.Name)
+		b := podBinding{key: key, uid: p.Metadata.UID, node: p.Spec.NodeName, t: ev.T, deleted: ev.Type == history.StoreDeleted}
+		if b.node != "" && b.uid != "" {
+			byUID[b.uid] = b.node
+		}
+		byKey[key] = append(byKey[key], b)
+	}
+	return byUID, byKey, true
+}
+
+// nodeAtCall returns the node of the pod c deleted: by the UID its answer
+// named, else the last version of its name the store recorded before the
+// call began (none when that version was its deletion or named no node).
+func nodeAtCall(c history.APICall, byUID map[string]string, byKey map[string][]podBinding) (string, bool) {
+	if c.UID != "" {
+		if n, ok := byUID[c.UID]; ok {
+			return n, true
+		}
+	}
+	var last *podBinding
+	for i, b := range byKey[podRef(c.Namespace, c.Name)] {
+		if b.t > c.Invoke {
+			break
+		}
+		last = &byKey[podRef(c.Namespace, c.Name)][i]
+	}
+	if last == nil || last.deleted || last.node == "" {
+		return "", false
+	}
+	return last.node, true
+}
+
+// crossNodeDeletions judges every pod deletion and eviction by a kubelet
+// that may have happened: it returns the evidence of those of a pod bound
+// to another node (at most max), how many there were, and how many were
+// judged (the pod's node known from the store).
+func crossNodeDeletions(h *history.History, st *stopper, max int) (ev []Evidence, illegal, judged int, ok bool) {
+	var calls []int
+	for i, c := range h.API {
+		if _, kubelet := kubeletNode(c.Identity); kubelet && isPodDeletion(c) && mayHaveHappened(c) {
+			calls = append(calls, i)
+		}
+	}
+	if len(calls) == 0 {
+		return nil, 0, 0, true
+	}
+	byUID, byKey, ok := podNodes(h.Store, st)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	for _, i := range calls {
+		c := h.API[i]
+		node, known := nodeAtCall(c, byUID, byKey)
+		if !known {
+			continue
+		}
+		judged++
+		own, _ := kubeletNode(c.Identity)
+		if node == own {
+			continue
+		}
+		illegal++
+		if len(ev) < max {
+			how := "deleted"
+			if c.Subresource == "eviction" {
+				how = "evicted"
+			}
+			grace := "its own grace"
+			if c.GracePeriodSeconds != nil {
+				grace = fmt.Sprintf("grace %d", *c.GracePeriodSeconds)
+			}
+			ev = append(ev, Evidence{
+				Key: podRef(c.Namespace, c.Name),
+				Description: fmt.Sprintf("%s %s pod %s (%s, %s) bound to node %s: a kubelet deletes only the pods bound to its own node (PS-1, node restriction)",
+					c.Identity, how, podRef(c.Namespace, c.Name), callRef(c), grace, node),
+				At:  c.Invoke,
+				API: apiCalls(h.API, i),
+			})
+		}
+	}
+	return ev, illegal, judged, true
+}
