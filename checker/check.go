@@ -19,68 +19,183 @@ type Info struct {
 	Guarantees  []string `json:"guarantees"`
 }
 
-// Catalog lists the checkers Check may run, in the order it runs them.
-func Catalog() []Info {
-	return []Info{{
-		Name:        RegisterChecker,
-		Description: "register workload operations are linearizable, key by key (porcupine)",
-		Guarantees:  []string{GuaranteeStoreLin},
+// checkerDef is one entry of the checker registry: what the checker is
+// (its Info), when it applies to a history, and how it judges one. The
+// registry is the one list Catalog, Check, the CLI's listing and the
+// reports derive from.
+type checkerDef struct {
+	Info
+	// applies reports whether the history holds what the checker judges.
+	applies func(h *history.History) bool
+	check   func(ctx context.Context, h *history.History, opts Options) Result
+}
+
+// registry lists every checker, in the order Check runs them and reports
+// list them.
+func registry() []checkerDef {
+	return []checkerDef{{
+		Info: Info{
+			Name:        RegisterChecker,
+			Description: "register workload operations are linearizable, key by key (porcupine)",
+			Guarantees:  []string{GuaranteeStoreLin},
+		},
+		applies: func(h *history.History) bool { return slices.ContainsFunc(h.Ops, IsRegisterOp) },
+		check:   checkRegisterOrVisualize,
 	}, {
-		Name:        WatchOrderChecker,
-		Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
-		Guarantees:  watchOrderGuarantees,
+		Info: Info{
+			Name:        WatchOrderChecker,
+			Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
+			Guarantees:  watchOrderGuarantees,
+		},
+		applies: watchApplies,
+		check:   CheckWatchOrder,
 	}, {
-		Name:        WatchValueChecker,
-		Description: "from the watch lines and the store's committed history: every watch event is the change committed at its resourceVersion (type, key, value)",
-		Guarantees:  watchValueGuarantees,
+		Info: Info{
+			Name:        WatchValueChecker,
+			Description: "from the watch lines and the store's committed history: every watch event is the change committed at its resourceVersion (type, key, value)",
+			Guarantees:  watchValueGuarantees,
+		},
+		applies: watchApplies,
+		check:   CheckWatchValues,
 	}, {
-		Name:        ReadAfterWatchChecker,
-		Description: "from the watch lines, the reads and the store's committed history: a get or list that began after a watch delivered resourceVersion N reflects every write up to N",
-		Guarantees:  readAfterWatchGuarantees,
+		Info: Info{
+			Name:        ReadAfterWatchChecker,
+			Description: "from the watch lines, the reads and the store's committed history: a get or list that began after a watch delivered resourceVersion N reflects every write up to N",
+			Guarantees:  readAfterWatchGuarantees,
+		},
+		applies: watchApplies,
+		check:   CheckReadAfterWatch,
 	}, {
-		Name:        ListChecker,
-		Description: "from the lists and the store's committed history: a list returns exactly the state at its resourceVersion",
-		Guarantees:  listGuarantees,
+		Info: Info{
+			Name:        ListChecker,
+			Description: "from the lists and the store's committed history: a list returns exactly the state at its resourceVersion",
+			Guarantees:  listGuarantees,
+		},
+		applies: watchApplies,
+		check:   CheckLists,
 	}, {
-		Name:        AtMostOneChecker,
-		Description: "from the ledger: the UIDs of one pet never run at once, and a UID runs on one node (ReplicaSet overlap is reported as expected, PS-7)",
-		Guarantees:  atMostOneGuarantees,
+		Info: Info{
+			Name:        AtMostOneChecker,
+			Description: "from the ledger: the UIDs of one pet never run at once, and a UID runs on one node (ReplicaSet overlap is reported as expected, PS-7)",
+			Guarantees:  atMostOneGuarantees,
+		},
+		applies: ledgerHas(history.LedgerStart),
+		check:   checkAtMostOneWithRecovery,
 	}, {
-		Name:        StorageChecker,
-		Description: "from the storage's ledger entries: the writes of two pods to one RWO volume never interleave, and a node refused as fenced writes no more",
-		Guarantees:  storageGuarantees,
+		Info: Info{
+			Name:        StorageChecker,
+			Description: "from the storage's ledger entries: the writes of two pods to one RWO volume never interleave, and a node refused as fenced writes no more",
+			Guarantees:  storageGuarantees,
+		},
+		applies: ledgerHas(history.LedgerWrite, history.LedgerWriteRefused),
+		check:   CheckStorage,
 	}, {
-		Name:        GraceChecker,
-		Description: "from the ledger and the recorded deletions: TERM and KILL respect the grace period's safety bound (GP-R), also after a kubelet restart",
-		Guarantees:  graceGuarantees,
+		Info: Info{
+			Name:        GraceChecker,
+			Description: "from the ledger and the recorded deletions: TERM and KILL respect the grace period's safety bound (GP-R), also after a kubelet restart",
+			Guarantees:  graceGuarantees,
+		},
+		applies: ledgerHas(history.LedgerTerm, history.LedgerKill),
+		check:   CheckGrace,
 	}, {
-		Name:        AuthorityChecker,
-		Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, and a kubelet deletes or evicts only pods bound to its own node (the node restriction)",
-		Guarantees:  authorityGuarantees,
+		Info: Info{
+			Name:        AuthorityChecker,
+			Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, and a kubelet deletes or evicts only pods bound to its own node (the node restriction)",
+			Guarantees:  authorityGuarantees,
+		},
+		applies: authorityApplies,
+		check:   CheckAuthority,
 	}, {
-		Name:        PhasesChecker,
-		Description: "from the store's record of every pod change and the ledger: phases never go back and terminal phases never change, a pod is bound once, deletions are never undone or lengthened, conditions agree with phase and containers, init containers run in order before app containers",
-		Guarantees:  phasesGuarantees,
+		Info: Info{
+			Name:        PhasesChecker,
+			Description: "from the store's record of every pod change and the ledger: phases never go back and terminal phases never change, a pod is bound once, deletions are never undone or lengthened, conditions agree with phase and containers, init containers run in order before app containers",
+			Guarantees:  phasesGuarantees,
+		},
+		applies: func(h *history.History) bool { return poHasPods(h.Store) },
+		check:   CheckPhases,
 	}, {
-		Name:        BackoffChecker,
-		Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
-		Guarantees:  backoffGuarantees,
+		Info: Info{
+			Name:        BackoffChecker,
+			Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
+			Guarantees:  backoffGuarantees,
+		},
+		applies: func(h *history.History) bool { return boHasRestart(h.Ledger) },
+		check:   CheckBackoff,
 	}, {
-		Name:        PreemptionChecker,
-		Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
-		Guarantees:  preemptionGuarantees,
+		Info: Info{
+			Name:        PreemptionChecker,
+			Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
+			Guarantees:  preemptionGuarantees,
+		},
+		applies: preemptApplies,
+		check:   CheckPreemption,
 	}, {
-		Name:        SpreadChecker,
-		Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
-		Guarantees:  spreadGuarantees,
+		Info: Info{
+			Name:        SpreadChecker,
+			Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
+			Guarantees:  spreadGuarantees,
+		},
+		applies: spreadApplies,
+		check:   CheckSpread,
 	}, {
-		Name:        NodeHealthChecker,
-		Description: "from the store's record of nodes, their Leases and pods: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period, and the taint eviction controller evicts a pod only for a NoExecute taint its node has, not before the pod's tolerationSeconds ran out",
-		Guarantees:  nodeHealthGuarantees,
+		Info: Info{
+			Name:        NodeHealthChecker,
+			Description: "from the store's record of nodes, their Leases and pods: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period, and the taint eviction controller evicts a pod only for a NoExecute taint its node has, not before the pod's tolerationSeconds ran out",
+			Guarantees:  nodeHealthGuarantees,
+		},
+		applies: nodeHealthApplies,
+		check:   CheckNodeHealth,
 	}}
 }
 
-// Check runs every checker that applies to h and returns their results in
+// Catalog lists the checkers Check may run, in the order it runs them.
+func Catalog() []Info {
+	defs := registry()
+	infos := make([]Info, len(defs))
+	for i, d := range defs {
+		infos[i] = d.Info
+	}
+	return infos
+}
+
+// ledgerHas returns the applies function of a checker that judges ledger
+// entries of the given actions.
+func ledgerHas(actions ...history.LedgerAction) func(*history.History) bool {
+	return func(h *history.History) bool {
+		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
+	}
+}
+
+// authorityApplies: the API history records a deletion of pods.
+func authorityApplies(h *history.History) bool {
+	return slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) })
+}
+
+// checkRegisterOrVisualize is the register checker, writing porcupine's
+// visualization from the same search when opts asks for it; a failure to
+// write it is noted in the summary without changing the verdict.
+func checkRegisterOrVisualize(ctx context.Context, h *history.History, opts Options) Result {
+	if opts.VisualizationPath == "" {
+		return CheckRegister(ctx, h.Ops, opts)
+	}
+	res, err := WriteVisualization(ctx, opts.VisualizationPath, h, opts)
+	if err != nil {
+		res.Summary += "; " + err.Error()
+	}
+	return res
+}
+
+// checkAtMostOneWithRecovery is the at-most-one checker with availability
+// beside it: measured, not judged (per pet, time unavailable and time to
+// recovery after each fault).
+func checkAtMostOneWithRecovery(ctx context.Context, h *history.History, opts Options) Result {
+	res := CheckAtMostOne(ctx, h, opts)
+	res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
+	return res
+}
+
+// Check runs every checker of the registry that applies to h (and that
+// opts.Checkers names, when it names any) and returns their results in
 // Catalog order: the register checker when h holds register operations, the
 // four watch checkers (order, values, read-after-watch, lists) when h
 // records watches, the at-most-one checker when the ledger records container starts, the storage
@@ -100,55 +215,11 @@ func Catalog() []Info {
 // result's Summary without changing the verdict. Combine the verdicts with
 // Merge.
 func Check(ctx context.Context, h *history.History, opts Options) []Result {
-	type namedCheck struct {
-		name  string
-		check func() Result
-	}
-	var checks []namedCheck
-	if slices.ContainsFunc(h.Ops, IsRegisterOp) {
-		checks = append(checks, namedCheck{RegisterChecker, func() Result {
-			if opts.VisualizationPath == "" {
-				return CheckRegister(ctx, h.Ops, opts)
-			}
-			res, err := WriteVisualization(ctx, opts.VisualizationPath, h, opts)
-			if err != nil {
-				res.Summary += "; " + err.Error()
-			}
-			return res
-		}})
-	}
-	add := func(applies bool, name string, check func(context.Context, *history.History, Options) Result) {
-		if applies {
-			checks = append(checks, namedCheck{name, func() Result { return check(ctx, h, opts) }})
+	var checks []checkerDef
+	for _, d := range registry() {
+		if d.applies(h) && (len(opts.Checkers) == 0 || slices.Contains(opts.Checkers, d.Name)) {
+			checks = append(checks, d)
 		}
-	}
-	watched := watchApplies(h)
-	add(watched, WatchOrderChecker, CheckWatchOrder)
-	add(watched, WatchValueChecker, CheckWatchValues)
-	add(watched, ReadAfterWatchChecker, CheckReadAfterWatch)
-	add(watched, ListChecker, CheckLists)
-	hasAction := func(actions ...history.LedgerAction) bool {
-		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
-	}
-	add(hasAction(history.LedgerStart), AtMostOneChecker, func(ctx context.Context, h *history.History, opts Options) Result {
-		res := CheckAtMostOne(ctx, h, opts)
-		// Availability is measured, not judged: per pet, time
-		// unavailable and time to recovery after each fault, beside the
-		// safety verdict.
-		res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
-		return res
-	})
-	add(hasAction(history.LedgerWrite, history.LedgerWriteRefused), StorageChecker, CheckStorage)
-	add(hasAction(history.LedgerTerm, history.LedgerKill), GraceChecker, CheckGrace)
-	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), AuthorityChecker, CheckAuthority)
-	add(poHasPods(h.Store), PhasesChecker, CheckPhases)
-	add(boHasRestart(h.Ledger), BackoffChecker, CheckBackoff)
-	add(preemptApplies(h), PreemptionChecker, CheckPreemption)
-	add(spreadApplies(h), SpreadChecker, CheckSpread)
-	add(nodeHealthApplies(h), NodeHealthChecker, CheckNodeHealth)
-
-	if len(opts.Checkers) > 0 {
-		checks = slices.DeleteFunc(checks, func(c namedCheck) bool { return !slices.Contains(opts.Checkers, c.name) })
 	}
 
 	// The checkers only read h: they run side by side, as many at once as
@@ -164,7 +235,7 @@ func Check(ctx context.Context, h *history.History, opts Options) []Result {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = checkSafe(c.name, c.check)
+			results[i] = checkSafe(c.Name, func() Result { return c.check(ctx, h, opts) })
 		}()
 	}
 	wg.Wait()
