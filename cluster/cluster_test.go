@@ -68,6 +68,9 @@ func TestTopologyValidate(t *testing.T) {
 		{"two members", cluster.Topology{Members: 2}, false},
 		{"duplicate node", cluster.Topology{Members: 1, Nodes: []cluster.NodeSpec{{Name: "a"}, {Name: "a"}}}, false},
 		{"reserved prefix", cluster.Topology{Members: 1, Nodes: []cluster.NodeSpec{{Name: "cp-9"}}}, false},
+		{"not a DNS name", cluster.Topology{Members: 1, Nodes: []cluster.NodeSpec{{Name: "Node_1"}}}, false},
+		{"a path", cluster.Topology{Members: 1, Nodes: []cluster.NodeSpec{{Name: "../x"}}}, false},
+		{"a DNS subdomain", cluster.Topology{Members: 1, Nodes: []cluster.NodeSpec{{Name: "rack-1.node-2"}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.top.Validate(); (err == nil) != tc.ok {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Well-known node labels set on every simulated node.
@@ -64,6 +65,9 @@ func (t Topology) Validate() error {
 	for i, n := range t.Nodes {
 		if n.Name == "" {
 			return fmt.Errorf("%w: nodes[%d].name is empty", ErrInvalidTopology, i)
+		}
+		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+			return fmt.Errorf("%w: nodes[%d].name %q is not a valid node name (a DNS-1123 subdomain): %s", ErrInvalidTopology, i, n.Name, strings.Join(errs, "; "))
 		}
 		if strings.HasPrefix(n.Name, "cp-") || strings.HasPrefix(n.Name, "client-") {
 			return fmt.Errorf("%w: nodes[%d].name %q uses a reserved prefix (cp-, client-)", ErrInvalidTopology, i, n.Name)
