@@ -3,9 +3,7 @@ package checker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -136,58 +134,15 @@ func applicable(h *history.History) []string {
 	return out
 }
 
-// encodeHistory writes h as history lines (the Recorder's format), for
-// seeds: the meta line at h's end, operations as invoke and complete lines,
-// faults as start and end lines, every other event at its time.
+// encodeHistory writes h as history lines, for seeds.
 func encodeHistory(h *history.History) []byte {
-	var buf bytes.Buffer
-	line := func(kind history.Kind, t int64, payload any) {
-		body, err := json.Marshal(payload)
-		if err != nil {
-			panic(err)
-		}
-		buf.WriteString(`{"kind":` + strconv.Quote(string(kind)) + `,"t":` + strconv.FormatInt(t, 10))
-		if len(body) > 2 {
-			buf.WriteByte(',')
-			buf.Write(body[1:])
-		} else {
-			buf.WriteByte('}')
-		}
-		buf.WriteByte('\n')
+	c := *h
+	for _, op := range c.Ops {
+		c.End = max(c.End, op.Invoke)
 	}
-	end := h.End
-	for _, op := range h.Ops {
-		end = max(end, op.Invoke)
+	b, err := history.Encode(&c)
+	if err != nil {
+		panic(err)
 	}
-	line(history.KindMeta, end, h.Meta)
-	for _, op := range h.Ops {
-		line(history.KindInvoke, op.Invoke, op)
-		if op.Status != history.StatusUnknown && op.Status != "" {
-			line(history.KindComplete, op.Return, op)
-		}
-	}
-	for _, c := range h.API {
-		line(history.KindAPI, c.T, c)
-	}
-	for _, in := range h.Nemesis {
-		ev := history.NemesisEvent{ID: in.ID, Name: in.Name, Phase: history.PhaseStart, Targets: in.Targets, Wall: in.StartWall}
-		line(history.KindNemesis, in.Start, ev)
-		if in.Healed {
-			ev.Phase, ev.Wall = history.PhaseEnd, in.EndWall
-			line(history.KindNemesis, in.End, ev)
-		}
-	}
-	for _, e := range h.Ledger {
-		line(history.KindLedger, e.T, e)
-	}
-	for _, e := range h.Store {
-		line(history.KindStore, e.T, e)
-	}
-	for _, e := range h.Logs {
-		line(history.KindLog, e.T, e)
-	}
-	for _, e := range h.Watch {
-		line(history.KindWatch, e.T, e)
-	}
-	return buf.Bytes()
+	return b
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"strconv"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -109,7 +108,7 @@ func FuzzRead(f *testing.F) {
 		}
 
 		// Written back out line by line, it loads as itself.
-		out, err := encodeLines(h)
+		out, err := Encode(h)
 		if err != nil {
 			t.Fatalf("encoding a loaded history: %v", err)
 		}
@@ -249,73 +248,4 @@ func canonical(h *History) *History {
 			fmt.Sprintf("%020d %+v", uint64(c.Nemesis[j].Start)^1<<63, c.Nemesis[j])
 	})
 	return c
-}
-
-// encodeLines writes h in the Recorder's line format: the meta line at the
-// history's end time (so that End survives), each operation as an invoke
-// line (its whole record when its outcome is unknown) and a complete line,
-// each fault as a start and an end line (the unhealed ones last, so that
-// no end closes them), and every other event at its own time.
-func encodeLines(h *History) ([]byte, error) {
-	var buf bytes.Buffer
-	var err error
-	line := func(kind Kind, t int64, payload any) {
-		if err != nil {
-			return
-		}
-		var body []byte
-		if body, err = json.Marshal(payload); err != nil {
-			return
-		}
-		buf.WriteString(`{"kind":` + strconv.Quote(string(kind)) + `,"t":` + strconv.FormatInt(t, 10))
-		if len(body) > 2 {
-			buf.WriteByte(',')
-			buf.Write(body[1:])
-		} else {
-			buf.WriteByte('}')
-		}
-		buf.WriteByte('\n')
-	}
-	line(KindMeta, h.End, h.Meta)
-	for _, op := range h.Ops {
-		line(KindInvoke, 0, op)
-		if op.Status != StatusUnknown {
-			line(KindComplete, 0, op)
-		}
-	}
-	for _, c := range h.API {
-		line(KindAPI, c.T, c)
-	}
-	event := func(in Interval, phase NemesisPhase, wall time.Time) NemesisEvent {
-		return NemesisEvent{ID: in.ID, Name: in.Name, Description: in.Description, Phase: phase, Targets: in.Targets,
-			Links: in.Links, Components: in.Components, Params: in.Params, Wall: wall}
-	}
-	for _, in := range h.Nemesis {
-		if in.Healed {
-			line(KindNemesis, in.Start, event(in, PhaseStart, in.StartWall))
-			line(KindNemesis, in.End, event(in, PhaseEnd, in.EndWall))
-		}
-	}
-	for _, in := range h.Nemesis {
-		if !in.Healed {
-			line(KindNemesis, in.Start, event(in, PhaseStart, in.StartWall))
-		}
-	}
-	for _, e := range h.Ledger {
-		line(KindLedger, e.T, e)
-	}
-	for _, e := range h.Store {
-		line(KindStore, e.T, e)
-	}
-	for _, e := range h.Logs {
-		line(KindLog, e.T, e)
-	}
-	for _, e := range h.Watch {
-		line(KindWatch, e.T, e)
-	}
-	for _, e := range h.Other {
-		buf.Write(e.Raw)
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes(), err
 }

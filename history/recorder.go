@@ -221,18 +221,7 @@ func (r *Recorder) write(kind Kind, t int64, payload any) {
 		r.noteMisuse(fmt.Errorf("encoding %s event: %w", kind, err))
 		return
 	}
-	line := make([]byte, 0, len(body)+40)
-	line = append(line, `{"kind":`...)
-	line = strconv.AppendQuote(line, string(kind))
-	line = append(line, `,"t":`...)
-	line = strconv.AppendInt(line, t, 10)
-	if len(body) > 2 {
-		line = append(line, ',')
-		line = append(line, body[1:]...)
-	} else {
-		line = append(line, '}')
-	}
-	line = append(line, '\n')
+	line := appendLine(make([]byte, 0, len(body)+40), kind, t, body)
 	if len(line) > MaxLineBytes {
 		// A reader refuses such a line, so it is never written: a log line
 		// says what was dropped instead.
