@@ -4,12 +4,14 @@ import (
 	"context"
 	"runtime"
 	"runtime/metrics"
+
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/internal/heappeak"
 )
 
 // events counts the events of a history: what a recorder wrote.
@@ -87,30 +89,6 @@ func benchRunHistory() *history.History {
 	return benchRun
 }
 
-// heapPeak samples the live heap until stop is called, which returns the
-// largest sample.
-func heapPeak() (stop func() uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	done := make(chan struct{})
-	out := make(chan uint64)
-	go func() {
-		var peak uint64
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			select {
-			case <-done:
-				out <- peak
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 { close(done); return <-out }
-}
-
 // benchHistory runs check over h b.N times and reports events/s, the peak
 // live heap above h itself, and the slowest single check.
 func benchHistory(b *testing.B, h *history.History, check func(context.Context, *history.History) []Result) {
@@ -118,7 +96,7 @@ func benchHistory(b *testing.B, h *history.History, check func(context.Context, 
 	runtime.GC()
 	base := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(base)
-	stop := heapPeak()
+	stop := heappeak.Start(5 * time.Millisecond)
 	cpu0 := cpuTime()
 	var slowest time.Duration
 	each := map[string]time.Duration{}

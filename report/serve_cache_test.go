@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
+
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/internal/heappeak"
 )
 
 // servedStore is a store of n runs (run-0 …) with no report.html, served
@@ -202,7 +203,7 @@ func BenchmarkServe24(b *testing.B) {
 	}
 	b.Run("render-per-request", func(b *testing.B) {
 		for b.Loop() {
-			stop := heapPeak()
+			stop := heappeak.Start(2 * time.Millisecond)
 			var wg sync.WaitGroup
 			for i := range requests {
 				wg.Go(func() {
@@ -231,7 +232,7 @@ func BenchmarkServe24(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			stop := heapPeak()
+			stop := heappeak.Start(2 * time.Millisecond)
 			var wg sync.WaitGroup
 			for i := range requests {
 				wg.Go(func() {
@@ -269,27 +270,4 @@ func writeBigHistory(b *testing.B, path string, size int) {
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// heapPeak samples the live heap until stop is called, which returns the
-// largest sample.
-func heapPeak() (stop func() uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	done, out := make(chan struct{}), make(chan uint64)
-	go func() {
-		var peak uint64
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			select {
-			case <-done:
-				out <- peak
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 { close(done); return <-out }
 }
