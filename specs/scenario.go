@@ -119,7 +119,6 @@ var flagOf = map[string]string{
 	"keys":             "keys",
 	"topology.members": "members",
 	"kube.apiservers":  "apiservers",
-	"checkers":         "checkers",
 }
 
 // SetGiven records that the scenario field at path (a JSON path such as
@@ -544,10 +543,10 @@ func validCheckers(names []string) error {
 	}
 	for i, n := range names {
 		if !slices.Contains(known, n) {
-			return fmt.Errorf("%s: unknown checker %q; choose among %s", fieldRef("checkers"), n, strings.Join(known, ", "))
+			return fmt.Errorf("--checkers (scenario checkers): unknown checker %q; choose among %s", n, strings.Join(known, ", "))
 		}
 		if slices.Contains(names[:i], n) {
-			return fmt.Errorf("%s: checker %q is named twice", fieldRef("checkers"), n)
+			return fmt.Errorf("--checkers (scenario checkers): checker %q is named twice", n)
 		}
 	}
 	return nil

@@ -13,6 +13,10 @@ func TestCheckersFlag(t *testing.T) {
 	if code != exitUsage || !strings.Contains(out, `unknown checker "no-such-checker"`) {
 		t.Fatalf("exit %d, want 64 naming the unknown checker:\n%s", code, out)
 	}
+	out, code = run(context.Background(), "test", "--store", t.TempDir(), "--checkers", "phases,phases")
+	if code != exitUsage || !strings.Contains(out, `checker "phases" is named twice`) {
+		t.Fatalf("exit %d, want 64 naming the repeated checker:\n%s", code, out)
+	}
 	store := t.TempDir()
 	out, code = run(context.Background(), "test", "--store", store, "--workload", "register", "--nemesis", "none",
 		"--time-limit", "2s", "--seed", "9", "--checkers", "store-linearizability")
