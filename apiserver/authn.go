@@ -1,7 +1,7 @@
 package apiserver
 
 import (
-	"crypto/subtle"
+	"crypto/sha256"
 	"net/http"
 	"strings"
 
@@ -20,15 +20,8 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 		return "", apierrors.NewUnauthorized("the Authorization header is not a bearer token: send Authorization: Bearer TOKEN")
 	}
 	token = strings.TrimSpace(token)
-	// Compare against every token in constant time so the answer's timing
-	// does not leak which prefix matched.
-	identity := ""
-	for known, id := range s.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(known), []byte(token)) == 1 {
-			identity = id
-		}
-	}
-	if identity == "" {
+	identity, ok := s.tokens[tokenDigest(token)]
+	if !ok {
 		return "", apierrors.NewUnauthorized("the bearer token is not known to this server")
 	}
 	return identity, nil
@@ -56,4 +49,20 @@ func (s *Server) authorize(req Request) error {
 	s.log.Info("refused", "identity", req.Identity, "verb", req.Verb, "resource", req.Resource.String(),
 		"subresource", req.Subresource, "namespace", req.Namespace, "name", name, "rule", d.Rule)
 	return forbidden(req.Resource, name, d)
+}
+
+// tokenDigest names a bearer token in Server.tokens. Tokens are looked up by
+// their SHA-256 digest rather than compared one by one (which cost a third of
+// the server's CPU with 5,000 kubelets): a map lookup on the digest takes time
+// that depends on the digest, not on how much of a known token the request
+// guessed right, so the timing still leaks nothing about the tokens.
+func tokenDigest(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// tokenTable is Config.Tokens keyed by digest.
+func tokenTable(tokens map[string]string) map[[sha256.Size]byte]string {
+	t := make(map[[sha256.Size]byte]string, len(tokens))
+	for tok, id := range tokens {
+		t[tokenDigest(tok)] = id
+	}
+	return t
 }

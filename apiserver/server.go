@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,6 +128,7 @@ func (c Config) Validate() error {
 // http.Handler, safe for concurrent use; Close ends its watches.
 type Server struct {
 	cfg     Config
+	tokens  map[[sha256.Size]byte]string // Config.Tokens by digest
 	store   Store
 	reg     *registry
 	log     *slog.Logger
@@ -158,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, store: cfg.Store, reg: reg, log: cfg.Logger, clock: cfg.Clock,
+		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cfg.Store, reg: reg, log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel,
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
