@@ -18,6 +18,10 @@ var (
 	ErrCompletedTwice = errors.New("operation completed twice")
 	// ErrEmpty is returned by Read and Load for a history with no events.
 	ErrEmpty = errors.New("history is empty")
+	// ErrCorruptGzip is the cause of a *CorruptError for a compressed
+	// history that cannot be decompressed to its end: truncated, or damaged
+	// (a bad header, block or checksum).
+	ErrCorruptGzip = errors.New("compressed history is truncated or corrupt")
 )
 
 // CorruptError reports a line of a history that cannot be decoded or that
@@ -29,8 +33,15 @@ type CorruptError struct {
 	Err  error
 }
 
-// Error renders the error as path:line: cause, the shape editors jump to.
+// Error renders the error as path:line: cause, the shape editors jump to
+// (path: cause when no line is to blame, such as a bad gzip header).
 func (e *CorruptError) Error() string {
+	switch {
+	case e.Line == 0 && e.Path == "":
+		return e.Err.Error()
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %v", e.Path, e.Err)
+	}
 	if e.Path == "" {
 		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
 	}

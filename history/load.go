@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,9 +54,13 @@ type History struct {
 // refuses a longer line; a Recorder never writes one.
 const MaxLineBytes = 16 << 20
 
-// Load reads the history file at path. Errors about the content are
-// *CorruptError values naming the file and the line.
+// Load reads the history saved at path, plain or compressed: when path does
+// not exist, path+CompressedExt is read (see Locate), and a file is read as
+// gzip when it opens with gzip's magic bytes, whatever its name. Errors about
+// the content are *CorruptError values naming the file read and the line; a
+// compressed file that is truncated or damaged is one (ErrCorruptGzip).
 func Load(path string) (*History, error) {
+	path = Locate(path)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading history: %w", err)
@@ -86,12 +91,36 @@ type header struct {
 	T    *int64 `json:"t"`
 }
 
-// Read parses a history from r. A last line that does not decode is taken to
-// be torn by a crash: it is dropped and reported by Truncated. A line before
-// the last that does not decode, or any line that contradicts the lines
-// before it, is a *CorruptError.
+// Read parses a history from r, plain or gzip-compressed (told apart by
+// gzip's magic bytes). A last line that does not decode is taken to be torn
+// by a crash: it is dropped and reported by Truncated. A line before the
+// last that does not decode, or any line that contradicts the lines before
+// it, is a *CorruptError; so is a compressed stream that is truncated or
+// damaged (ErrCorruptGzip), since a history is compressed only once its run
+// is over and whole. MaxLineBytes bounds a decompressed line as it bounds a
+// plain one.
 func Read(r io.Reader) (*History, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
+	compressed := false
+	if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic[:]) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &CorruptError{Err: fmt.Errorf("%w: %w", ErrCorruptGzip, err)}
+		}
+		br, compressed = bufio.NewReaderSize(zr, 1<<16), true
+	}
+	// corrupt is the error for a bad line. In a compressed history a bad
+	// line is more likely damage to the stream than a line written wrong
+	// (a flipped bit decodes to garbage well before gzip's checksum at the
+	// end), so the rest of the stream is checked first, up to a bound.
+	corrupt := func(line int, err error) error {
+		if compressed {
+			if _, zerr := io.CopyN(io.Discard, br, maxDrain); zerr != nil && zerr != io.EOF {
+				return &CorruptError{Line: line, Err: fmt.Errorf("%w: %w", ErrCorruptGzip, zerr)}
+			}
+		}
+		return &CorruptError{Line: line, Err: err}
+	}
 	ld := loader{h: &History{}, invoked: map[uint64]int{}, completed: map[uint64]bool{}}
 	var pending []byte // the previous line, decoded only once we know it is not the last
 	pendingNo, lineNo := 0, 0
@@ -100,11 +129,17 @@ func Read(r io.Reader) (*History, error) {
 		if errors.Is(err, errLineTooLong) {
 			return nil, &CorruptError{Line: lineNo + 1, Err: err}
 		}
+		if err != nil && err != io.EOF {
+			if compressed {
+				return nil, &CorruptError{Line: lineNo + 1, Err: fmt.Errorf("%w: %w", ErrCorruptGzip, err)}
+			}
+			return nil, fmt.Errorf("reading history: %w", err)
+		}
 		if len(line) > 0 {
 			lineNo++
 			if pending != nil {
 				if derr := ld.line(pendingNo, pending); derr != nil {
-					return nil, &CorruptError{Line: pendingNo, Err: derr}
+					return nil, corrupt(pendingNo, derr)
 				}
 			}
 			pending, pendingNo = line, lineNo
@@ -112,16 +147,13 @@ func Read(r io.Reader) (*History, error) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading history: %w", err)
-		}
 	}
 	if pending != nil {
 		complete := bytes.HasSuffix(pending, []byte("\n"))
 		if derr := ld.line(pendingNo, pending); derr != nil {
 			var ce *contradiction
 			if errors.As(derr, &ce) {
-				return nil, &CorruptError{Line: pendingNo, Err: derr}
+				return nil, corrupt(pendingNo, derr)
 			}
 			ld.h.Truncated, ld.h.TruncatedLine = true, pendingNo
 		} else if !complete {
@@ -133,6 +165,10 @@ func Read(r io.Reader) (*History, error) {
 	}
 	return ld.finish(), nil
 }
+
+// maxDrain bounds how much of a compressed history Read decompresses past
+// a bad line to tell damage to the stream from a bad line.
+const maxDrain = 1 << 30
 
 // errLineTooLong is the cause of a CorruptError for a line over MaxLineBytes.
 var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
