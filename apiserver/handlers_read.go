@@ -41,7 +41,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		writeError(w, err)
 		return
 	}
-	objs, rev, err := s.store.List(r.Context(), ri.res.storeKey, ri.namespace)
+	objs, rev, err := s.store.List(r.Context(), ri.res.storeKey, ri.namespace, sel.narrowing()...)
 	if err != nil {
 		writeError(w, storeError(err, ri.res.gr, ""))
 		return

@@ -73,11 +73,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newTestEnv starts a 1-member store and a server on it; adjust changes
-// the server's Config.
+// newTestEnv starts a 1-member store (indexed as the cluster's are) and a
+// server on it; adjust changes the server's Config.
 func newTestEnv(t testing.TB, adjust ...func(*Config)) *testEnv {
 	t.Helper()
-	cluster := raftstore.OpenTestCluster(t, 1)
+	cluster := raftstore.OpenTestCluster(t, 1, raftstore.WithConfig(func(c *raftstore.Config) { c.Indexes = StoreIndexes() }))
 	return newTestEnvOn(t, cluster.Stores[0], adjust...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -103,12 +104,15 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 
 	// The current state is needed for initial events, to know where "now"
 	// is, and to know which objects were selected when a filtered watch
-	// starts.
+	// starts. A watch whose field selector pins an indexed field lists and
+	// watches only that index value's objects (see storeIndexes).
+	narrow := p.sel.narrowing()
 	var objs []raftstore.Object
 	start := p.rv
+	listed := false
+	var listRev uint64
 	if p.initial || p.rv == 0 || !p.sel.empty() {
-		var rev uint64
-		objs, rev, err = s.store.List(ctx, ri.res.storeKey, ri.namespace)
+		objs, listRev, err = s.store.List(ctx, ri.res.storeKey, ri.namespace, narrow...)
 		switch {
 		case err != nil && (p.initial || p.rv == 0):
 			writeError(w, storeError(err, ri.res.gr, ""))
@@ -120,10 +124,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 			s.log.Debug("watch: starting without the current selection", "resource", ri.res.storeKey, "err", err)
 			objs = nil
 		case p.initial || p.rv == 0:
-			start = rev
+			start = listRev
+			listed = true
+		default:
+			listed = true
 		}
 	}
-	events, err := s.store.Watch(ctx, ri.res.storeKey, start)
+	events, err := s.store.Watch(ctx, ri.res.storeKey, start, narrow...)
 	if err != nil {
 		writeError(w, storeError(err, ri.res.gr, ""))
 		return
@@ -138,10 +145,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return
 	}
 
-	f := &watchFilter{res: ri.res, sel: p.sel, namespace: ri.namespace, name: ri.name}
-	if !p.sel.empty() {
-		f.known = map[raftstore.Key]bool{}
-	}
+	f := newWatchFilter(ri, p.sel, start, listed, listRev)
 	for _, o := range objs {
 		if !f.inScope(o.Key) {
 			continue
@@ -153,18 +157,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		}
 		switch {
 		case p.initial:
-			if f.known != nil {
-				f.known[o.Key] = selected
-			}
+			f.record(o.Key, selected, o.RV)
 			if selected {
 				if err := ww.send(watch.Added, o.Data); err != nil {
 					return
 				}
 			}
-		case f.known != nil && o.RV <= start:
+		case o.RV <= start:
 			// Unchanged since the watch's starting point, so this is
 			// whether the client has it.
-			f.known[o.Key] = selected
+			f.record(o.Key, selected, o.RV)
 		}
 	}
 	last := start
@@ -214,11 +216,78 @@ type watchFilter struct {
 	sel       *selector
 	namespace string
 	name      string
-	// known records, for a filtered watch, whether the client holds each
-	// object (it was selected in the last event sent or at the start).
-	// Objects not in it are in an unknown state: their first event is judged
-	// on its own.
-	known map[raftstore.Key]bool
+	// tracking is set for a filtered watch, which must know whether the
+	// client holds each object (it was selected in the last event sent for
+	// it, or at the start) to send a change into or out of the selection as
+	// ADDED or DELETED.
+	tracking bool
+	// held is the objects the client holds.
+	held map[raftstore.Key]struct{}
+	// notHeld is the objects known not to be held whose absence from held
+	// would not say so: see settled.
+	notHeld map[raftstore.Key]struct{}
+	// settled is the resourceVersion after which an object in neither map
+	// is known not to be held: the list at the start was taken at settled,
+	// so any object the client could hold was in it. For an event at or
+	// before settled, an object in neither map (changed or deleted between
+	// the start and the list) is in an unknown state and its event is
+	// judged on its own; so is every object's first event when the list
+	// failed (settled is then the largest resourceVersion). Only the
+	// objects the client holds are remembered once past settled: a kubelet's
+	// watch keeps its own node's pods, not every pod it ever saw go by.
+	settled uint64
+}
+
+// newWatchFilter returns the filter of a watch starting at start whose
+// current state was listed at listRev (listed false: it could not be).
+func newWatchFilter(ri *requestInfo, sel *selector, start uint64, listed bool, listRev uint64) *watchFilter {
+	f := &watchFilter{res: ri.res, sel: sel, namespace: ri.namespace, name: ri.name}
+	if sel.empty() {
+		return f
+	}
+	f.tracking = true
+	f.held = map[raftstore.Key]struct{}{}
+	f.settled = listRev
+	if !listed {
+		f.settled = math.MaxUint64
+	}
+	if f.settled > start {
+		f.notHeld = map[raftstore.Key]struct{}{}
+	}
+	return f
+}
+
+// record notes whether the client holds key after an event (or at the
+// start) at rv.
+func (f *watchFilter) record(key raftstore.Key, held bool, rv uint64) {
+	if !f.tracking {
+		return
+	}
+	if held {
+		f.held[key] = struct{}{}
+		delete(f.notHeld, key)
+		return
+	}
+	delete(f.held, key)
+	if f.notHeld != nil && rv <= f.settled {
+		f.notHeld[key] = struct{}{}
+	}
+}
+
+// holds returns whether the client holds key before an event at rv, and
+// seen=false when that is not known.
+func (f *watchFilter) holds(key raftstore.Key, rv uint64) (had, seen bool) {
+	if _, ok := f.held[key]; ok {
+		return true, true
+	}
+	if rv > f.settled {
+		if f.notHeld != nil {
+			f.notHeld = nil // past the list: absence says "not held" from now on
+		}
+		return false, true
+	}
+	_, seen = f.notHeld[key]
+	return false, seen
 }
 
 // inScope reports whether key is within the watch's namespace and name.
@@ -246,27 +315,34 @@ func (f *watchFilter) translate(ev raftstore.Event) (typ watch.EventType, send b
 		return "", false, nil
 	}
 	typ = watch.EventType(ev.Type)
-	if f.known == nil {
+	if !f.tracking {
 		return typ, true, nil
 	}
 	now, err := f.selected(ev.Object)
 	if err != nil {
 		return "", false, err
 	}
-	had, seen := f.known[key]
+	rv := ev.Object.RV
+	had, seen := f.holds(key, rv)
+	if ev.Entered {
+		// The object just took the value the watch is narrowed to: it was
+		// not selected before.
+		had, seen = false, true
+	}
 	switch ev.Type {
 	case raftstore.Added:
-		f.known[key] = now
+		f.record(key, now, rv)
 		return watch.Added, now, nil
 	case raftstore.Deleted:
-		delete(f.known, key)
+		delete(f.held, key)
+		delete(f.notHeld, key)
 		if seen {
 			return watch.Deleted, had, nil
 		}
 		// No event since the start: the deleted state is the start state.
 		return watch.Deleted, now, nil
 	default:
-		f.known[key] = now
+		f.record(key, now, rv)
 		switch {
 		case now && seen && !had:
 			return watch.Added, true, nil

@@ -26,6 +26,7 @@ type rawEvent struct {
 	RV     string
 	Kind   string
 	Phase  string
+	Node   string // spec.nodeName
 	Annots map[string]string
 }
 
@@ -70,7 +71,10 @@ func (e *testEnv) openWatch(t *testing.T, path, identity string) *watchStream {
 				Object struct {
 					Kind     string            `json:"kind"`
 					Metadata metav1.ObjectMeta `json:"metadata"`
-					Status   struct {
+					Spec     struct {
+						NodeName string `json:"nodeName"`
+					} `json:"spec"`
+					Status struct {
 						Phase string `json:"phase"`
 					} `json:"status"`
 				} `json:"object"`
@@ -80,7 +84,7 @@ func (e *testEnv) openWatch(t *testing.T, path, identity string) *watchStream {
 				return
 			}
 			ws.events <- rawEvent{Type: ev.Type, Name: ev.Object.Metadata.Name, RV: ev.Object.Metadata.ResourceVersion,
-				Kind: ev.Object.Kind, Phase: ev.Object.Status.Phase, Annots: ev.Object.Metadata.Annotations}
+				Kind: ev.Object.Kind, Phase: ev.Object.Status.Phase, Node: ev.Object.Spec.NodeName, Annots: ev.Object.Metadata.Annotations}
 		}
 	}()
 	t.Cleanup(func() { resp.Body.Close() })

@@ -70,8 +70,9 @@ func (c *Cluster) startMember(m *member) (err error) {
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			return c.net.Dial(ctx, m.host, addr)
 		},
-		Clock:  c.clock,
-		Logger: log.With("component", "raftstore"),
+		Clock:   c.clock,
+		Logger:  log.With("component", "raftstore"),
+		Indexes: apiserver.StoreIndexes(),
 	}
 	if c.cfg.Durable {
 		scfg.Durable = true

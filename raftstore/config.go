@@ -92,6 +92,12 @@ type Config struct {
 	// for resuming watches. A watcher that falls more than WatchWindow events
 	// behind is closed.
 	WatchWindow int
+	// Indexes names, per resource, the index its watches and lists can be
+	// narrowed by (ByIndex), as kube-apiserver's watch cache indexes pods by
+	// spec.nodeName: with it, an event is queued only for the watchers of its
+	// object's old and new index values, not for every watcher of the
+	// resource. Every member must be given the same functions.
+	Indexes map[string]IndexFunc
 
 	// Clock provides creationTimestamp for created objects; nil means the real
 	// clock.

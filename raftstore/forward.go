@@ -68,6 +68,8 @@ type getRequest struct {
 type listRequest struct {
 	Resource  string `json:"resource"`
 	Namespace string `json:"namespace,omitempty"`
+	// Index narrows the list (ByIndex) when set.
+	Index *string `json:"index,omitempty"`
 }
 
 type forwardReply struct {
@@ -116,7 +118,11 @@ func (s *Store) forwardHandler() http.Handler {
 			if err != nil {
 				return forwardReply{}, err
 			}
-			objs, rev := s.fsm.list(req.Resource, req.Namespace)
+			var n Narrowing
+			if req.Index != nil {
+				n = ByIndex(*req.Index)
+			}
+			objs, rev := s.fsm.listNarrowed(req.Resource, req.Namespace, n)
 			return forwardReply{Objects: objs, Rev: max(rev, index)}, nil
 		})
 	})
@@ -221,8 +227,12 @@ func (c *forwardClient) get(ctx context.Context, leader string, key Key) (Object
 }
 
 // list forwards a List to leader.
-func (c *forwardClient) list(ctx context.Context, leader, resource, namespace string) ([]Object, uint64, error) {
-	body, _ := json.Marshal(listRequest{Resource: resource, Namespace: namespace})
+func (c *forwardClient) list(ctx context.Context, leader, resource, namespace string, n Narrowing) ([]Object, uint64, error) {
+	req := listRequest{Resource: resource, Namespace: namespace}
+	if n.set {
+		req.Index = &n.index
+	}
+	body, _ := json.Marshal(req)
 	reply, err := c.call(ctx, leader, pathList, body)
 	if err != nil {
 		return nil, 0, fmt.Errorf("forwarding list to %s: %w", leader, err)

@@ -19,7 +19,7 @@ var (
 )
 
 func newTestFSM(window int) *fsm {
-	return newFSM(newHub(window), slog.New(slog.DiscardHandler))
+	return newFSM(newHub(window, nil), slog.New(slog.DiscardHandler))
 }
 
 // applyCmd applies cmd at index through the raft.FSM interface.
@@ -197,7 +197,7 @@ func TestFSMEventsAndList(t *testing.T) {
 
 	var got []string
 	for i := range f.hub.n {
-		ev := f.hub.at(i)
+		ev := f.hub.at(i).ev
 		got = append(got, string(ev.Type)+" "+ev.Object.Key.String()+" "+metaOf(t, ev.Object.Data)["resourceVersion"].(string))
 	}
 	want := []string{

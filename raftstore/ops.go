@@ -95,22 +95,24 @@ func (s *Store) Get(ctx context.Context, key Key) (Object, error) {
 // List returns the objects of resource in namespace ("" for all namespaces),
 // sorted by key, and the applied index the read reflects (a resourceVersion
 // to start a Watch from). The read is linearizable (unless StaleReads is set).
-func (s *Store) List(ctx context.Context, resource, namespace string) ([]Object, uint64, error) {
+// ByIndex narrows it to the objects of one index value.
+func (s *Store) List(ctx context.Context, resource, namespace string, opts ...Narrowing) ([]Object, uint64, error) {
 	if resource == "" {
 		return nil, 0, fmt.Errorf("listing: %w: empty resource", ErrInvalid)
 	}
 	var (
 		objs []Object
 		rev  uint64
+		n    = narrowing(opts)
 	)
 	err := s.read(ctx,
 		func(index uint64) error {
-			objs, rev = s.fsm.list(resource, namespace)
+			objs, rev = s.fsm.listNarrowed(resource, namespace, n)
 			rev = max(rev, index)
 			return nil
 		},
 		func(ctx context.Context, leader string) (err error) {
-			objs, rev, err = s.fwdClient.list(ctx, leader, resource, namespace)
+			objs, rev, err = s.fwdClient.list(ctx, leader, resource, namespace, n)
 			return err
 		})
 	if err != nil {
@@ -127,12 +129,13 @@ func (s *Store) List(ctx context.Context, resource, namespace string) ([]Object,
 // The channel is closed when ctx ends, the store closes, this member restores
 // a snapshot, or the receiver falls WatchWindow events behind; the receiver
 // resumes with a new Watch from the last RV it saw. Event data is shared:
-// do not modify it.
-func (s *Store) Watch(ctx context.Context, resource string, fromRV uint64) (<-chan Event, error) {
+// do not modify it. ByIndex narrows it to the events whose object had or has
+// one index value.
+func (s *Store) Watch(ctx context.Context, resource string, fromRV uint64, opts ...Narrowing) (<-chan Event, error) {
 	if resource == "" {
 		return nil, fmt.Errorf("watching: %w: empty resource", ErrInvalid)
 	}
-	ch, err := s.hub.watch(ctx, resource, fromRV)
+	ch, err := s.hub.watch(ctx, resource, fromRV, narrowing(opts))
 	if err != nil {
 		return nil, fmt.Errorf("watching %s from %d: %w", resource, fromRV, err)
 	}

@@ -113,6 +113,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.objects = objects
 	f.setAppliedLocked(hdr.Applied)
 	f.hub.reset(hdr.Applied)
+	f.reindexLocked()
 	f.log.Info("restored snapshot", "applied", hdr.Applied, "objects", hdr.Count)
 	return nil
 }

@@ -45,7 +45,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 
 	dst := newTestFSM(100)
-	ch, err := dst.hub.watch(context.Background(), "pods", 0)
+	ch, err := dst.hub.watch(context.Background(), "pods", 0, Narrowing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +67,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		}
 	}
 	// The watch window restarts at the snapshot index.
-	if _, err := dst.hub.watch(context.Background(), "pods", index-1); !errors.Is(err, ErrTooOld) {
+	if _, err := dst.hub.watch(context.Background(), "pods", index-1, Narrowing{}); !errors.Is(err, ErrTooOld) {
 		t.Errorf("watch from before the snapshot: err = %v, want ErrTooOld", err)
 	}
-	if _, err := dst.hub.watch(context.Background(), "pods", index); err != nil {
+	if _, err := dst.hub.watch(context.Background(), "pods", index, Narrowing{}); err != nil {
 		t.Errorf("watch from the snapshot index: %v", err)
 	}
 	// Preconditions work on restored objects (the uid is recovered).

@@ -79,7 +79,7 @@ func Open(cfg Config) (*Store, error) {
 	log := cfg.Logger.With("member", cfg.ID)
 	hlog := newRaftLogger(log, "raft")
 
-	h := newHub(cfg.WatchWindow)
+	h := newHub(cfg.WatchWindow, cfg.Indexes)
 	s := &Store{
 		cfg:        cfg,
 		log:        log,

@@ -50,4 +50,11 @@ const (
 type Event struct {
 	Type   EventType `json:"type"`
 	Object Object    `json:"object"`
+	// Entered is set on an event of a watch narrowed to one index value
+	// (ByIndex) when the object did not have that value before the event,
+	// so a client of the watch cannot have held it. An event that does not
+	// concern the value is never sent to such a watch, so without this flag
+	// it could not tell an object that just arrived at its value from one
+	// it held since its start.
+	Entered bool `json:"-"`
 }

@@ -225,13 +225,13 @@ func TestWatchClosesWithContextAndStore(t *testing.T) {
 // behind the leader that served the list) must not replay the events up to
 // it: the client has them already.
 func TestWatchFromFutureRVSkipsEventsUpToIt(t *testing.T) {
-	h := newHub(16)
+	h := newHub(16, nil)
 	for rv := uint64(1); rv <= 5; rv++ {
 		h.publish(Event{Type: Added, Object: Object{Key: Key{Resource: "pods", Name: fmt.Sprint(rv)}, RV: rv}})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := h.watch(ctx, "pods", 8)
+	ch, err := h.watch(ctx, "pods", 8, Narrowing{})
 	if err != nil {
 		t.Fatal(err)
 	}
