@@ -114,6 +114,8 @@ type proc struct {
 	rng      *rand.Rand
 	clock    clock.WithTicker
 	timeout  time.Duration
+	limiter  *Limiter        // shared by the workload's processes; nil: none
+	runCtx   context.Context // the run's: a wait for the limiter ends with it
 }
 
 // call records one operation Func "<workload>:<verb>" on key: an invoke
@@ -121,6 +123,11 @@ type proc struct {
 // outcome of fn's error. fn may fill op.Output and op.Found. The error is
 // returned for the caller to learn from.
 func (p *proc) call(ctx context.Context, verb, key, value string, fn func(ctx context.Context, op *history.Op) error) error {
+	if p.runCtx != nil {
+		// Once the run is over an operation its caller still makes (a
+		// step that completes what it began) starts at once.
+		_ = p.limiter.Wait(p.runCtx)
+	}
 	op := &history.Op{Process: p.pid, Func: p.workload + ":" + verb, Key: key, Value: value}
 	p.rec.Invoke(op)
 	octx, cancel := context.WithTimeout(ctx, p.timeout)
@@ -275,6 +282,7 @@ func runProcs(ctx context.Context, env Env, name string, timeout time.Duration,
 		procs[i] = &proc{
 			workload: name, worker: i, workers: len(env.Clients), pid: i, nextPID: nextPID,
 			cs: cs, rec: env.Recorder, stats: stats, clock: clk, timeout: timeout,
+			limiter: env.Limiter, runCtx: ctx,
 			rng: rand.New(rand.NewPCG(env.Seed, uint64(i)+1)),
 		}
 	}

@@ -72,6 +72,9 @@ type Register struct {
 	// WatchTimeout is the longest timeoutSeconds a watch request asks for
 	// (default 20 s); see Watcher.
 	WatchTimeout time.Duration
+	// Limiter bounds the operations of all processes per second (nil: no
+	// bound; Run takes Env.Limiter). A read a cas needs first counts.
+	Limiter *Limiter
 
 	_ struct{}
 }
@@ -109,6 +112,9 @@ func (w *Register) defaults() {
 
 // Run implements Workload: one process per client until ctx ends.
 func (w *Register) Run(ctx context.Context, env Env) error {
+	if w.Limiter == nil {
+		w.Limiter = env.Limiter
+	}
 	return w.RunClients(ctx, env.Clients, env.Recorder, env.Seed, env.Stats)
 }
 
@@ -181,6 +187,9 @@ func (p *registerProc) loop(runCtx context.Context) {
 	// in Jepsen: cutting it short would only turn known outcomes into unknown.
 	ctx := context.WithoutCancel(runCtx)
 	for runCtx.Err() == nil {
+		if p.w.Limiter.Wait(runCtx) != nil {
+			return // the run ended while waiting: no operation starts
+		}
 		n := p.counter.Add(1)
 		base := n / int64(p.w.OpsPerKey)
 		key := "k" + strconv.FormatInt(base+int64(p.rng.IntN(p.w.Keys)), 10)

@@ -56,6 +56,9 @@ type Env struct {
 	Zones map[string]string
 	// Concurrency is len(Clients).
 	Concurrency int
+	// Limiter bounds the operations the workload's processes start per
+	// second, all together (nil: no bound). Watches are not operations.
+	Limiter *Limiter
 }
 
 // Workload generates client operations against a cluster. Implementations
