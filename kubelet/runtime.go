@@ -119,6 +119,14 @@ type ContainerStatus struct {
 // with List. Implementations write every start, signal and exit to the ledger
 // themselves. All methods are safe for concurrent use; every blocking call
 // returns early when ctx ends.
+// ExitNotifier is implemented by a Runtime that can call back when a
+// container exits: the kubelet then needs no goroutine blocked in Wait per
+// container. f gets what Wait would return, once; it is never called if the
+// runtime closes first. f must not block.
+type ExitNotifier interface {
+	OnExit(id ContainerID, f func(ContainerStatus)) error
+}
+
 type Runtime interface {
 	// Start creates and starts a container.
 	Start(ctx context.Context, cfg ContainerConfig) (ContainerID, error)

@@ -60,6 +60,7 @@ type simContainer struct {
 
 	mu     sync.Mutex
 	status ContainerStatus
+	onExit []func(ContainerStatus) // see OnExit; guarded by mu
 }
 
 // Close stops every container's simulation without recording exits, as if
@@ -272,9 +273,35 @@ func (c *simContainer) exit(code int, reason string) {
 	c.status.ExitCode = code
 	c.status.Reason = reason
 	c.status.FinishedAt = c.rt.clock.Now()
+	st, onExit := c.status, c.onExit
+	c.onExit = nil
 	c.mu.Unlock()
 	c.rt.record(&c.cfg, ActionExit, code, 0)
 	close(c.done)
+	for _, f := range onExit {
+		f(st)
+	}
+}
+
+// OnExit implements ExitNotifier: f gets the container's final status once it
+// exits (at once if it has), unless the runtime is closed first, as Wait
+// would return it.
+func (r *SimRuntime) OnExit(id ContainerID, f func(ContainerStatus)) error {
+	c, err := r.get(id)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.status.Running {
+		c.onExit = append(c.onExit, f)
+		c.mu.Unlock()
+		return nil
+	}
+	st := c.status
+	c.mu.Unlock()
+	<-c.done // exit closes it right after the status is final
+	f(st)
+	return nil
 }
 
 func (r *SimRuntime) get(id ContainerID) (*simContainer, error) {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -238,6 +239,10 @@ func (w *podWorker) postStatus(now time.Time, final bool) {
 // merge patches (so conditions owned by others, such as readiness gates,
 // survive), retrying with back-off while the API cannot be reached, and after
 // the final status deletes the pod with grace 0 and a UID precondition.
+//
+// It posts from a goroutine that runs only while there is something to
+// post (or a post to retry): a pod whose status the API already shows costs
+// no goroutine, which is most pods of a large cluster most of the time.
 type statusPoster struct {
 	k *Kubelet
 	w *podWorker
@@ -249,6 +254,12 @@ type statusPoster struct {
 	notify   chan struct{}
 	done     chan struct{}
 	doneOnce sync.Once
+	// ctx is the worker's, set by start; nothing is posted before it.
+	ctx context.Context
+	// posting is set while a posting goroutine runs; stopped once the
+	// worker ended (stop), after which nothing is posted.
+	posting, stopped bool
+	running          sync.WaitGroup
 }
 
 func newStatusPoster(k *Kubelet, w *podWorker) *statusPoster {
@@ -266,9 +277,39 @@ func (p *statusPoster) set(st corev1.PodStatus, final bool) {
 		return
 	}
 	p.want, p.final = &st, final
-	select {
-	case p.notify <- struct{}{}:
+	p.kickLocked()
+}
+
+// start lets the poster post, in ctx, what it was given and will be.
+func (p *statusPoster) start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctx = ctx
+	p.kickLocked()
+}
+
+// stop ends posting and waits for a post in progress to end.
+func (p *statusPoster) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.running.Wait()
+}
+
+// kickLocked gets p.want posted: by the running goroutine, or by a new one.
+// p.mu must be held.
+func (p *statusPoster) kickLocked() {
+	switch {
+	case p.want == nil || p.ctx == nil || p.stopped || p.finished():
+	case p.posting:
+		select {
+		case p.notify <- struct{}{}:
+		default:
+		}
 	default:
+		p.posting = true
+		p.running.Add(1)
+		go p.run(p.ctx)
 	}
 }
 
@@ -286,10 +327,7 @@ func (p *statusPoster) reconcile(api *corev1.PodStatus) {
 		return
 	}
 	p.want, p.final, p.posted = p.posted, false, nil
-	select {
-	case p.notify <- struct{}{}:
-	default:
-	}
+	p.kickLocked()
 }
 
 // statusShows reports whether the API's status shows the kubelet's: the same
@@ -345,45 +383,58 @@ func (p *statusPoster) finished() bool {
 	}
 }
 
+// run posts until nothing is left to post, the final status is posted or ctx
+// ends; kickLocked starts it.
 func (p *statusPoster) run(ctx context.Context) {
+	defer p.running.Done()
 	retry := time.Second
+	var t clock.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		p.mu.Lock()
 		want, final := p.want, p.final
-		p.mu.Unlock()
-		var wait <-chan time.Time
-		if want != nil {
-			err := p.post(ctx, want, final)
-			switch {
-			case err == nil:
-				retry = time.Second
-				p.mu.Lock()
-				p.posted = want
-				if p.want == want {
-					p.want = nil
-				}
-				p.mu.Unlock()
-				if final {
-					p.doneOnce.Do(func() { close(p.done) })
-					p.w.wake()
-					return
-				}
-				continue
-			case ctx.Err() != nil:
-				return
-			default:
-				p.k.log.Debug("pod status not posted", "pod", p.w.namespace+"/"+p.w.name, "err", err)
-				t := p.k.clock.NewTimer(retry)
-				defer t.Stop()
-				wait = t.C()
-				retry = min(2*retry, 30*time.Second)
-			}
+		if want == nil || p.stopped || ctx.Err() != nil {
+			// Cleared under the lock set takes, so a status set from now
+			// on starts a new goroutine.
+			p.posting = false
+			p.mu.Unlock()
+			return
 		}
+		p.mu.Unlock()
+		err := p.post(ctx, want, final)
+		if err == nil {
+			retry = time.Second
+			p.mu.Lock()
+			p.posted = want
+			if p.want == want {
+				p.want = nil
+			}
+			if final {
+				p.doneOnce.Do(func() { close(p.done) })
+				p.posting = false
+				p.mu.Unlock()
+				p.w.wake()
+				return
+			}
+			p.mu.Unlock()
+			continue
+		}
+		if ctx.Err() == nil {
+			p.k.log.Debug("pod status not posted", "pod", p.w.namespace+"/"+p.w.name, "err", err)
+		}
+		if t != nil {
+			t.Stop()
+		}
+		t = p.k.clock.NewTimer(retry)
+		retry = min(2*retry, 30*time.Second)
 		select {
 		case <-ctx.Done():
-			return
 		case <-p.notify:
-		case <-wait:
+		case <-t.C():
 		}
 	}
 }

@@ -134,9 +134,8 @@ func (w *podWorker) wake() {
 func (w *podWorker) watch(id ContainerID, start time.Time) *instance {
 	in := &instance{id: id, start: start, done: make(chan struct{})}
 	ctx := w.k.ctx
-	go func() {
-		st, err := w.k.rt.Wait(ctx, id)
-		if err != nil {
+	exited := func(st ContainerStatus) {
+		if ctx.Err() != nil {
 			return // the kubelet stopped; the next one watches again
 		}
 		in.final = st
@@ -145,18 +144,27 @@ func (w *podWorker) watch(id ContainerID, start time.Time) *instance {
 		case w.exits <- struct{}{}:
 		default:
 		}
+	}
+	if n, ok := w.k.rt.(ExitNotifier); ok {
+		if err := n.OnExit(id, exited); err == nil {
+			return in
+		}
+		// Not known to the runtime (any more): Wait says why, as below.
+	}
+	go func() {
+		st, err := w.k.rt.Wait(ctx, id)
+		if err != nil {
+			return // the kubelet stopped; the next one watches again
+		}
+		exited(st)
 	}()
 	return in
 }
 
 func (w *podWorker) run(ctx context.Context) {
 	defer w.k.workerDone0(w)
-	posterDone := make(chan struct{})
-	go func() {
-		defer close(posterDone)
-		w.status.run(ctx)
-	}()
-	defer func() { <-posterDone }()
+	w.status.start(ctx)
+	defer w.status.stop()
 	timer := w.k.clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
