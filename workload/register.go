@@ -72,8 +72,9 @@ type Register struct {
 	// WatchTimeout is the longest timeoutSeconds a watch request asks for
 	// (default 20 s); see Watcher.
 	WatchTimeout time.Duration
-	// Limiter bounds the operations of all processes per second (nil: no
-	// bound; Run takes Env.Limiter). A read a cas needs first counts.
+	// Limiter bounds the operations of all processes per second, the
+	// watchers' lists and reads included (nil: no bound; Run takes
+	// Env.Limiter). A read a cas needs first counts.
 	Limiter *Limiter
 
 	_ struct{}

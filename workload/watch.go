@@ -81,6 +81,12 @@ func (w *Register) runWatcher(ctx context.Context, i int, wt Watcher, rec *histo
 			// as the other processes' operations do.
 			rctx := context.WithoutCancel(ctx)
 			for key := range reads {
+				// The reads count against the rate like every operation;
+				// under a rate, what is still queued when the run ends
+				// goes unread.
+				if w.Limiter != nil && w.Limiter.Wait(ctx) != nil {
+					continue
+				}
 				reader.get(rctx, key)
 			}
 		}()
@@ -88,6 +94,9 @@ func (w *Register) runWatcher(ctx context.Context, i int, wt Watcher, rec *histo
 	s := &watchStream{w: w, name: name, rec: rec, reads: reads}
 	for ctx.Err() == nil {
 		if s.from == "" {
+			if w.Limiter.Wait(ctx) != nil {
+				return
+			}
 			// Like every other operation, a list in flight when the run
 			// ends completes on its own time.
 			op, ok := lister.list(context.WithoutCancel(ctx))
