@@ -59,6 +59,10 @@ const ExtraWorkload = "workload"
 // checkers a run's scenario asks for (absent: every one that applies).
 const ExtraCheckers = "checkers"
 
+// ExtraRate is the Meta.Extra key holding the bound on the workload's
+// operations per second the run had (absent: none).
+const ExtraRate = "rate"
+
 // Status is the outcome of a client operation or an API call.
 type Status string
 

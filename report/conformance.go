@@ -307,7 +307,7 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // FindRuns returns every run directory beneath root: each directory that
-// holds a results.json or a history.jsonl. It does not follow symbolic links,
+// holds a results.json or a history (history.jsonl or history.jsonl.gz). It does not follow symbolic links,
 // so store/latest is not counted twice. A run directory is not searched for
 // runs inside it.
 func FindRuns(root string) ([]string, error) {
@@ -333,9 +333,9 @@ func FindRuns(root string) ([]string, error) {
 }
 
 // isRunDir reports whether dir holds a run: a results.json or a
-// history.jsonl.
+// history, plain or compressed.
 func isRunDir(dir string) bool {
-	for _, f := range []string{ResultsFile, HistoryFile} {
+	for _, f := range []string{ResultsFile, HistoryFile, CompressedHistoryFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Mode().IsRegular() {
 			return true
 		}
@@ -344,7 +344,7 @@ func isRunDir(dir string) bool {
 }
 
 // IsRunDir reports whether dir is a run directory (it holds a results.json
-// or a history.jsonl) rather than a store of runs.
+// or a history, plain or compressed) rather than a store of runs.
 func IsRunDir(dir string) bool { return isRunDir(dir) }
 
 // ConformanceJUnit is the JUnit form of a conformance report: one suite with

@@ -320,6 +320,10 @@ const (
 	LogFile             = "podsafe.log"
 )
 
+// CompressedHistoryFile is the history of a finished run once compressed
+// (history.Compress); every reader of a run reads either form.
+const CompressedHistoryFile = HistoryFile + history.CompressedExt
+
 // WriteRun writes report.html and junit.xml into dir from the run's history
 // (nil when it could not be loaded) and results. It links
 // linearizability.html when dir holds one.
@@ -339,8 +343,9 @@ func WriteRun(dir string, h *history.History, r *Results) error {
 }
 
 // RenderDir regenerates report.html and junit.xml of the run directory dir
-// from its history.jsonl and results.json. Errors name the file that is
-// missing or corrupt. A history that ends mid-line (a crash) is used as far
+// from its history (history.jsonl, or history.jsonl.gz when that is all
+// there is) and results.json. Errors name the file that is missing or
+// corrupt. A history that ends mid-line (a crash) is used as far
 // as it is complete.
 func RenderDir(dir string) error {
 	r, err := ReadResults(dir)

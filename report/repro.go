@@ -85,7 +85,7 @@ func ReproRows(store string) ([]ReproRow, error) {
 		if !row.Reproduced {
 			row.Evidence = summaryOf(*res)
 		}
-		if h, err := history.Load(filepath.Join(dir, "history.jsonl")); err == nil {
+		if h, err := history.Load(filepath.Join(dir, HistoryFile)); err == nil {
 			row.Kubernetes, row.Etcd, row.PodList = runLogs(h)
 			row.Sync = firstSync(h)
 		}

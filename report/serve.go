@@ -187,7 +187,7 @@ func (s *Server) runs() ([]indexRun, error) {
 			run.Error = err.Error()
 			run.Scenario = path.Dir(rel)
 		}
-		for _, f := range []string{ReportFile, ResultsFile, HistoryFile, LinearizabilityFile, LogFile, JUnitFile} {
+		for _, f := range []string{ReportFile, ResultsFile, HistoryFile, CompressedHistoryFile, LinearizabilityFile, LogFile, JUnitFile} {
 			if f == ReportFile || s.exists(path.Join(rel, f)) {
 				if f == ReportFile && !s.exists(path.Join(rel, f)) && !s.exists(path.Join(rel, ResultsFile)) {
 					continue

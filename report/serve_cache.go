@@ -104,10 +104,23 @@ func (s *Server) sourcesTime(rel string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	newest := st.ModTime()
-	if st, err := s.root.Stat(path.Join(rel, HistoryFile)); err == nil && st.ModTime().After(newest) {
+	if st, err := s.root.Stat(s.historyPath(rel)); err == nil && st.ModTime().After(newest) {
 		newest = st.ModTime()
 	}
 	return newest, nil
+}
+
+// historyPath is the history of the run at rel within the store: the
+// plain file when it exists, else the compressed one (as history.Locate
+// chooses).
+func (s *Server) historyPath(rel string) string {
+	plain := path.Join(rel, HistoryFile)
+	if _, err := s.root.Lstat(plain); err != nil && errors.Is(err, fs.ErrNotExist) {
+		if _, err := s.root.Lstat(path.Join(rel, CompressedHistoryFile)); err == nil {
+			return path.Join(rel, CompressedHistoryFile)
+		}
+	}
+	return plain
 }
 
 // cached opens the cached report of the run at rel when it is at least as
@@ -213,8 +226,10 @@ func (s *Server) render(rel string) ([]byte, error) {
 		return nil, fmt.Errorf("results %s is corrupt: %w", path.Join(rel, ResultsFile), err)
 	}
 	var h *history.History
-	if f, err := s.root.Open(path.Join(rel, HistoryFile)); err == nil {
-		h, _ = history.Read(f)
+	if f, err := s.root.Open(s.historyPath(rel)); err == nil {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			h, _ = history.Read(f) // plain or compressed
+		}
 		f.Close()
 	}
 	link := ""

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,11 @@ type RunOptions struct {
 	SettleTime time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
+	// Compress replaces the history by history.jsonl.gz once the run is
+	// checked, when its recorder closed cleanly and it loaded
+	// (history.Compress); otherwise, and in a process killed midway, it
+	// stays plain. Every reader of a history reads either form.
+	Compress bool
 	// Stop, when closed, stops the run early (a first Ctrl-C): the workload
 	// and the faults end, the cluster settles healed, and the checkers judge
 	// what ran. The check itself ends only with ctx (a second Ctrl-C).
@@ -113,6 +119,9 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if len(s.Checkers) > 0 {
 		extra[history.ExtraCheckers] = strings.Join(s.Checkers, ",")
 	}
+	if s.Rate > 0 {
+		extra[history.ExtraRate] = strconv.FormatFloat(s.Rate, 'g', -1, 64)
+	}
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.Meta{
 		Scenario: s.Name, Seed: s.Seed, Start: started, Extra: extra,
 	})
@@ -125,8 +134,9 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if runErr != nil {
 		end.Error = runErr.Error()
 	}
-	if err := rec.CloseWith(end); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", err))
+	closeErr := rec.CloseWith(end)
+	if closeErr != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("closing history: %w", closeErr))
 	}
 	if runErr != nil {
 		res.Error = runErr.Error()
@@ -142,6 +152,14 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		res.Truncated = chk.Truncated
 		res.Incomplete = chk.Incomplete
 		res.Ops = chk.Ops
+		if opts.Compress && closeErr == nil {
+			// The history is whole and checked: from here on it is read,
+			// never appended to. The report is rendered from h, in memory.
+			if _, err := history.Compress(rec.Path()); err != nil {
+				log.Warn("history left uncompressed", "err", err)
+				res.Warnings = append(res.Warnings, "history left uncompressed: "+err.Error())
+			}
+		}
 	}
 	res.Finished = time.Now().UTC()
 	if err := report.WriteResults(dir, res); err != nil {
@@ -234,6 +252,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		Clients: sys.clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
 		Clock: sys.clock, TimeScale: s.TimeScale, Concurrency: len(sys.clients),
 		Zones: map[string]string{},
+		// Operations per wall second, whatever the cluster's time scale:
+		// the rate bounds what the run records.
+		Limiter: workload.NewLimiter(s.Rate, clock.RealClock{}, workloadSeed),
 	}
 	for _, n := range s.Topology.Nodes {
 		env.Nodes = append(env.Nodes, n.Name)

@@ -66,6 +66,11 @@ type Scenario struct {
 	TimeScale   float64  `json:"timeScale"`
 	Seed        uint64   `json:"seed"`
 	Concurrency int      `json:"concurrency"`
+	// Rate bounds the operations the workload's processes start per wall
+	// second, all together, as Jepsen's --rate (staggered, see
+	// workload.Limiter); 0 means no bound. `podsafe test` sets its --rate
+	// unless a scenario file is given.
+	Rate float64 `json:"rate,omitempty"`
 	// Keys is how many register keys are live at once.
 	Keys    int  `json:"keys,omitempty"`
 	Durable bool `json:"durable,omitempty"`
@@ -357,6 +362,12 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Keys < 1 {
 		return fmt.Errorf("%w: %s must be at least 1, got %d", ErrInvalidScenario, fieldRef("keys"), s.Keys)
+	}
+	if !(s.Rate >= 0) || math.IsInf(s.Rate, 1) { // NaN fails >=
+		return fmt.Errorf("%w: --rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got %g", ErrInvalidScenario, s.Rate)
+	}
+	if s.Rate > 0 && len(s.Steps) > 0 {
+		return fmt.Errorf("%w: --rate (scenario rate) bounds the workload's operations, and a scripted run runs steps instead: drop the rate", ErrInvalidScenario)
 	}
 	if len(s.Steps) > 0 && s.Target != TargetKube {
 		return fmt.Errorf("%w: scripted steps run on the kube target only (--target kube), not %q", ErrInvalidScenario, s.Target)

@@ -30,6 +30,9 @@ func TestBadTestFlags(t *testing.T) {
 		{"NaN time-scale", test("--time-scale", "NaN"), "--time-scale (scenario timeScale) must be at least 1 and finite, got NaN"},
 		{"infinite time-scale", test("--time-scale", "Inf"), "--time-scale (scenario timeScale) must be at least 1 and finite, got +Inf"},
 		{"test-count 0", test("--test-count", "0"), "--test-count must be at least 1, got 0"},
+		{"negative rate", test("--rate", "-1"), "--rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got -1"},
+		{"NaN rate", test("--rate", "NaN"), "--rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got NaN"},
+		{"infinite rate", test("--rate", "Inf"), "--rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got +Inf"},
 		{"apiservers 0", test("--target", "kube", "--apiservers", "0"), "--apiservers (scenario kube.apiservers) must be between 1 and 3"},
 	})
 }
@@ -58,6 +61,8 @@ func TestBadScenarioFiles(t *testing.T) {
 		{"concurrency 0", file("concurrency", "concurrency: 0\n"), "--concurrency must be between 1 and 1000, got 0"},
 		{"timeScale 0", file("timescale", "timeScale: 0\n"), "--time-scale (scenario timeScale) must be at least 1 and finite, got 0"},
 		{"negative timeScale", file("timescale-neg", "timeScale: -2\n"), "--time-scale (scenario timeScale) must be at least 1 and finite, got -2"},
+		{"negative rate", file("rate-neg", "rate: -5\n"), "--rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got -5"},
+		{"NaN rate", file("rate-nan", "rate: .nan\n"), "rate-nan.yaml: error converting YAML to JSON: json: unsupported value: NaN"},
 		{"invalid node name", file("nodename", "topology:\n  members: 1\n  nodes: [{name: Node_1}]\n"),
 			`topology.nodes[0].name "Node_1" is not a valid node name (a DNS-1123 subdomain)`},
 		{"node name too long", file("nodelong", "topology:\n  members: 1\n  nodes: [{name: "+strings.Repeat("n", 254)+"}]\n"),

@@ -20,20 +20,23 @@ func newCheckCmd() *cobra.Command {
 		Use:   "check DIR",
 		Short: "check a saved history again (a finished run or one left by a crash)",
 		Long: `check loads DIR/history.jsonl, runs every checker on it again and rewrites
-results.json, report.html and junit.xml in DIR. A history whose last line was
-torn by a crash is checked up to that line.
+results.json, report.html and junit.xml in DIR. A finished run's history is
+compressed, DIR/history.jsonl.gz, and is read as well; when both are there
+(a compression cut short) the plain one is read. A history whose last line
+was torn by a crash is checked up to that line.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (as podsafe test); 3 the check
-itself broke; 64 DIR holds no history.jsonl; 65 the history is corrupt (a line
-that is not an event, or that contradicts earlier lines) or empty: the error
-names the file and the line.`,
+itself broke; 64 DIR holds no history; 65 the history is corrupt (a line that
+is not an event, or that contradicts earlier lines, or a compressed history
+that is truncated or damaged) or empty: the error names the file and the
+line.`,
 		Example: `  podsafe check store/latest
   podsafe check store/register-partition/20261122T101500.000Z-seed42`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("%s holds no history.jsonl: %w", dir, err)}
+			if _, err := os.Stat(history.Locate(filepath.Join(dir, report.HistoryFile))); err != nil {
+				return &exitError{code: exitUsage, err: fmt.Errorf("%s holds no history.jsonl (nor history.jsonl.gz): %w", dir, err)}
 			}
 			res, h, err := specs.CheckDirHistory(cmd.Context(), dir, timeout)
 			var corrupt *history.CorruptError

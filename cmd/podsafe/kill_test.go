@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podsafe/podsafe/history"
 )
 
 // TestMain lets a test run this binary as the podsafe command itself, so a
@@ -129,7 +133,8 @@ func TestInterruptedRunChecksWhatRan(t *testing.T) {
 	if !strings.Contains(stderr.String(), "interrupted: stopping the workload") {
 		t.Errorf("stderr does not say what the interrupt does:\n%s", stderr.String())
 	}
-	if !strings.Contains(read(hist), `"kind":"end"`) || !strings.Contains(read(hist), `"interrupted":true`) {
+	// The run finished: its history is compressed now.
+	if h := readHistory(t, filepath.Join(store, "latest")); !strings.Contains(h, `"kind":"end"`) || !strings.Contains(h, `"interrupted":true`) {
 		t.Error("the history's closing record does not say the run was interrupted")
 	}
 	// Checked again, the history says the same.
@@ -185,5 +190,29 @@ func lines(path string) int {
 
 func read(path string) string {
 	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// readHistory returns the history of the run in dir, plain or compressed
+// (decompressed), or "" when it has none.
+func readHistory(t *testing.T, dir string) string {
+	t.Helper()
+	path := history.Locate(filepath.Join(dir, "history.jsonl"))
+	if !strings.HasSuffix(path, history.CompressedExt) {
+		return read(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	return string(b)
 }

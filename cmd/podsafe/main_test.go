@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podsafe/podsafe/history"
 )
 
 // run executes the CLI in-process and returns its output and exit code.
@@ -89,7 +92,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown fence agent on kube", []string{"test", "--target", "kube", "--workload", "pets", "--fence-agents", "ipmi"}, exitUsage, `fence agent "ipmi" is unknown; choose from power, network`},
 		{"unknown scenario field", []string{"test", "--scenario", bad}, exitUsage, `unknown field "timeLimit"`},
 		{"missing scenario", []string{"test", "--scenario", filepath.Join(dir, "none.yaml")}, exitUsage, "reading scenario"},
-		{"check without history", []string{"check", dir}, exitUsage, "holds no history.jsonl"},
+		{"check without history", []string{"check", dir}, exitUsage, "holds no history.jsonl (nor history.jsonl.gz)"},
 		{"corrupt history", []string{"check", corrupt}, exitCorrupt, "history.jsonl:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +116,9 @@ func TestList(t *testing.T) {
 	}
 }
 
-// TestTestAndCheck runs the main job briefly, then re-checks its directory.
+// TestTestAndCheck runs the main job briefly, then re-checks its directory:
+// the finished run keeps its history compressed, and the check of the
+// compressed history gives the run's verdict and counts.
 func TestTestAndCheck(t *testing.T) {
 	store := t.TempDir()
 	ctx := context.Background()
@@ -125,15 +130,105 @@ func TestTestAndCheck(t *testing.T) {
 	if !strings.Contains(out, "rerun: podsafe test --workload register --nemesis partition") || !strings.Contains(out, "--seed 11") {
 		t.Errorf("no rerun command in:\n%s", out)
 	}
+	if !strings.Contains(out, fmt.Sprintf("--rate %d", DefaultRate)) || !strings.Contains(out, fmt.Sprintf("at most %d ops/s", DefaultRate)) {
+		t.Errorf("the output does not say the run's rate:\n%s", out)
+	}
 	latest := filepath.Join(store, "latest")
-	for _, f := range []string{"history.jsonl", "scenario.json", "results.json", "linearizability.html", "podsafe.log"} {
+	for _, f := range []string{"history.jsonl.gz", "scenario.json", "results.json", "linearizability.html", "podsafe.log"} {
 		if _, err := os.Stat(filepath.Join(latest, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
-	out, code = run(ctx, "check", latest)
-	if code != exitValid || !strings.Contains(out, "verdict: Ok") {
-		t.Errorf("check: exit %d:\n%s", code, out)
+	if _, err := os.Stat(filepath.Join(latest, "history.jsonl")); err == nil {
+		t.Error("the plain history is still there after the run finished")
+	}
+	if sc := read(filepath.Join(latest, "scenario.json")); !strings.Contains(sc, fmt.Sprintf(`"rate": %d`, DefaultRate)) {
+		t.Errorf("scenario.json does not record the rate:\n%s", sc)
+	}
+	if h := readHistory(t, latest); !strings.Contains(h, fmt.Sprintf(`"rate":"%d"`, DefaultRate)) {
+		t.Errorf("the history's meta does not record the rate:\n%.500s", h)
+	}
+	again, code := run(ctx, "check", latest)
+	if code != exitValid || !strings.Contains(again, "verdict: Ok") {
+		t.Errorf("check: exit %d:\n%s", code, again)
+	}
+	if ops := opsLine(out); ops == "" || !strings.Contains(again, ops+" (counted from the history)") {
+		t.Errorf("check of the compressed history counts otherwise than the run (%q):\n%s", ops, again)
+	}
+	if _, err := os.Stat(filepath.Join(latest, "history.jsonl")); err == nil {
+		t.Error("check left a plain history beside the compressed one")
+	}
+	// report and serve's renderer read it as well.
+	if out, code := run(ctx, "report", latest); code != 0 {
+		t.Errorf("report of the compressed run: exit %d:\n%s", code, out)
+	}
+	if html := read(filepath.Join(latest, "report.html")); !strings.Contains(html, "register") || !strings.Contains(html, "cas ok") {
+		t.Errorf("report.html rendered from the compressed history lacks its operations:\n%.2000s", html)
+	}
+
+	// A damaged compressed history is corrupt (65), named once.
+	gz := filepath.Join(latest, "history.jsonl.gz")
+	b, err := os.ReadFile(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gz, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, code := run(ctx, "check", latest)
+	if code != exitCorrupt || !strings.Contains(bad, "history.jsonl.gz:") || !strings.Contains(bad, "compressed history is truncated or corrupt") {
+		t.Errorf("check of a truncated compressed history: exit %d, want %d naming the file:\n%s", code, exitCorrupt, bad)
+	}
+}
+
+// opsLine is the "ops: ok N, fail N, unknown N" of podsafe test's output.
+func opsLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "ops: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestRateAndPlainHistory: --rate bounds the operations of the run (an
+// upper bound only, which a slow machine meets too), --compress=false
+// keeps the history plain, and --rate 0 is recorded as no bound.
+func TestRateAndPlainHistory(t *testing.T) {
+	store := t.TempDir()
+	ctx := context.Background()
+	out, code := run(ctx, "test", "--workload", "register", "--nemesis", "none", "--time-limit", "2s",
+		"--seed", "12", "--rate", "25", "--compress=false", "--store", store)
+	if code != exitValid {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	latest := filepath.Join(store, "latest")
+	if _, err := os.Stat(filepath.Join(latest, "history.jsonl.gz")); err == nil {
+		t.Error("--compress=false: the history was compressed")
+	}
+	h, err := history.Load(filepath.Join(latest, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 s at 25 ops/s: at most 2×25+2 operations start, whatever the
+	// machine.
+	if n := len(h.Ops); n == 0 || n > 52 {
+		t.Errorf("%d operations in 2 s at --rate 25, want 1 to 52", n)
+	}
+	if h.Meta.Extra[history.ExtraRate] != "25" {
+		t.Errorf("meta extra = %v, want rate 25", h.Meta.Extra)
+	}
+	if !strings.Contains(out, "--rate 25") {
+		t.Errorf("the rerun command lacks --rate 25:\n%s", out)
+	}
+
+	out, code = run(ctx, "test", "--workload", "register", "--nemesis", "none", "--time-limit", "1s",
+		"--seed", "13", "--rate", "0", "--store", store)
+	if code != exitValid || !strings.Contains(out, "no rate limit") || !strings.Contains(out, "--rate 0 ") {
+		t.Errorf("--rate 0: exit %d, want a run without bound whose rerun says --rate 0:\n%s", code, out)
+	}
+	if h := readHistory(t, latest); strings.Contains(h, `"rate":`) {
+		t.Errorf("a run without bound records a rate in its meta:\n%.500s", h)
 	}
 }
 

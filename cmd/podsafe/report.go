@@ -27,8 +27,8 @@ func newReportCmd() *cobra.Command {
 		Short: "write report.html and junit.xml of a run, the conformance report of a store, or two stores side by side",
 		Long: `report regenerates the files people and CI read from what a run saved.
 
-A run directory (one holding results.json and history.jsonl) gets report.html
-and junit.xml rewritten. A store directory (one holding runs beneath it) gets
+A run directory (one holding results.json and history.jsonl, or
+history.jsonl.gz) gets report.html and junit.xml rewritten. A store directory (one holding runs beneath it) gets
 conformance.json, conformance.html and conformance-junit.xml: for every
 guarantee, whether the runs covered it and whether it passed.
 

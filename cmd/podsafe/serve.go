@@ -21,8 +21,8 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "browse the store of runs over HTTP",
 		Long: `serve lists the runs of the store, newest first, with their verdicts and
-links to report.html, results.json, history.jsonl, linearizability.html and
-podsafe.log, and serves the files beneath the store (nothing outside it).
+links to report.html, results.json, history.jsonl (or history.jsonl.gz),
+linearizability.html and podsafe.log, and serves the files beneath the store (nothing outside it).
 
 A run without a report.html gets one rendered on its first request and kept
 beside its history (` + report.ServeCacheFile + `) until the history or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,14 @@ import (
 	"github.com/podsafe/podsafe/specs"
 	"github.com/podsafe/podsafe/workload"
 )
+
+// DefaultRate is the --rate of podsafe test: Jepsen's etcd test runs at
+// 200 operations per second too. A 30 s register run then records about
+// 6,000 operations — plenty for the checkers, thousands across every fault
+// window — in a history of a few MB, where an unbounded one on a fast
+// machine writes hundreds. Scenarios run from Go (the specs) set their own
+// rate and default to none.
+const DefaultRate = 200
 
 type testFlags struct {
 	scenarioFile    string
@@ -29,6 +38,8 @@ type testFlags struct {
 	nodes           int
 	zones           int
 	keys            int
+	rate            float64
+	compress        bool
 	testCount       int
 	store           string
 	durable         bool
@@ -74,6 +85,8 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.IntVar(&f.nodes, "nodes", 3, "worker nodes")
 	fl.IntVar(&f.zones, "zones", 1, "zones the nodes are spread over")
 	fl.IntVar(&f.keys, "keys", 5, "register keys live at once")
+	fl.Float64Var(&f.rate, "rate", DefaultRate, "at most this many workload operations per second, across all clients, staggered (Jepsen's --rate); 0: no bound. A --scenario file's rate (default none) stands unless --rate is given")
+	fl.BoolVar(&f.compress, "compress", true, "once the run is checked, replace history.jsonl by history.jsonl.gz (check, report and serve read either); --compress=false keeps it plain")
 	fl.IntVar(&f.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …)")
 	fl.StringVar(&f.store, "store", "store", "directory for results")
 	fl.BoolVar(&f.durable, "durable", false, "store raft's log on disk (raft-boltdb) instead of in memory")
@@ -164,6 +177,9 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	if set("keys") {
 		s.Keys = f.keys
 	}
+	if set("rate") {
+		s.Rate = f.rate
+	}
 	if set("durable") {
 		s.Durable = f.durable
 	}
@@ -240,7 +256,7 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 		if run.Seed == 0 {
 			run.Seed = specs.RandomSeed()
 		}
-		fmt.Fprintf(out, "podsafe: %s seed %d (%s, nemesis %s, %s)\n", run.Name, run.Seed, run.Workload, nemesisName(run), run.Duration)
+		fmt.Fprintf(out, "podsafe: %s seed %d (%s, nemesis %s, %s, %s)\n", run.Name, run.Seed, run.Workload, nemesisName(run), run.Duration, rateName(run.Rate))
 		rerun := func(dir string) string {
 			if f.scenarioFile != "" {
 				// A scenario from a file may hold what no flag says (node
@@ -250,7 +266,7 @@ func runTest(cmd *cobra.Command, f *testFlags) error {
 			}
 			return rerunCommand(run, f.store)
 		}
-		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun, Stop: stopRun})
+		o, err := specs.Run(cmd.Context(), run, specs.RunOptions{StoreDir: f.store, Progress: cmd.ErrOrStderr(), Rerun: rerun, Stop: stopRun, Compress: f.compress})
 		code := printOutcome(out, o, err)
 		if code > worst {
 			worst = code
@@ -328,6 +344,8 @@ func rerunCommand(s specs.Scenario, store string) string {
 		"--members", fmt.Sprint(s.Topology.Members),
 		"--nodes", fmt.Sprint(len(s.Topology.Nodes)),
 		"--keys", fmt.Sprint(s.Keys),
+		// Always: no --rate would mean the default, not what this run had.
+		"--rate", strconv.FormatFloat(s.Rate, 'g', -1, 64),
 	}
 	if z := zones(s.Topology); z > 1 {
 		args = append(args, "--zones", fmt.Sprint(z))
@@ -365,6 +383,14 @@ func rerunCommand(s specs.Scenario, store string) string {
 		}
 	}
 	return strings.Join(args, " ") + storeFlag(store)
+}
+
+// rateName says what a run's operations were limited to.
+func rateName(rate float64) string {
+	if rate == 0 {
+		return "no rate limit"
+	}
+	return fmt.Sprintf("at most %s ops/s", strconv.FormatFloat(rate, 'g', -1, 64))
 }
 
 func storeFlag(store string) string {
