@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,10 +43,20 @@ var atMostOneGuarantees = []string{"PS-1", "PS-11", "PS-12", "LC-3", "PS-7"}
 // It is pure, O(n log n) in the ledger and API history, and answers Unknown
 // when ctx ends or opts.Timeout passes first.
 func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkAtMostOne(ctx, v, opts)
+}
+
+func checkAtMostOne(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, AtMostOneChecker, atMostOneGuarantees)
 	defer cancel()
+	h := v.h
 	ledger := h.Ledger
-	runs := containerRuns(ledger)
+	runs, ok := v.runs(ctx)
+	if !ok {
+		return res.cancelled("the container runs")
+	}
 	if len(runs) == 0 {
 		return res.finish(Unknown, "not checked: the ledger records no container start")
 	}
@@ -59,7 +68,11 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		return res.cancelled(count(len(runs), "container run"))
 	}
 
-	creators := newPodCreators(h.API)
+	creators, ok := v.creators(ctx)
+	if !ok {
+		return res.cancelled(count(len(runs), "container run"))
+	}
+	pets := creators.pets
 	kinds := map[string]podKind{} // uid -> kind
 	byPod := map[string][]run{}
 	unknown := map[string]bool{} // UIDs no recorded create explains
@@ -79,7 +92,7 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		for uid, k := range owners {
 			if k == "StatefulSet" {
 				// The store shows pets even where no create call is recorded.
-				creators.pets = true
+				pets = true
 			}
 			kinds[uid] = withOwners(kinds[uid], k, podOf[uid])
 		}
@@ -90,10 +103,14 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 	}
 	sort.Strings(pods)
 
-	fences := nodeFences(h.Store)
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return res.cancelled(count(len(runs), "container run"))
+	}
+	fences := nodes.fences
 	var petEv, fencedEv []Evidence
 	var firstPet string
-	petBad, pets, otherOverlaps, undecided, fencedRuns := 0, 0, 0, 0, 0
+	petBad, petsRun, otherOverlaps, undecided, fencedRuns := 0, 0, 0, 0, 0
 	for _, pod := range pods {
 		if st.stopped() {
 			return res.cancelled(count(len(runs), "container run"))
@@ -118,7 +135,7 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 			}
 		}
 		if len(petRuns) > 0 {
-			pets++
+			petsRun++
 			res.Stats.Checked += len(petRuns)
 			if a, b, ok := firstOverlap(petRuns); ok {
 				petBad++
@@ -135,14 +152,14 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		// are.
 		if a, b, ok := firstOverlap(all); ok && !(kinds[a.uid] == kindPet && kinds[b.uid] == kindPet) {
 			name := pod[strings.IndexByte(pod, '/')+1:]
-			if kinds[a.uid] == kindUnknown && kinds[b.uid] == kindUnknown && isPetName(name) && !creators.pets {
+			if kinds[a.uid] == kindUnknown && kinds[b.uid] == kindUnknown && isPetName(name) && !pets {
 				undecided++
 			} else {
 				otherOverlaps++
 			}
 		}
 	}
-	res.Stats.Keys = pets
+	res.Stats.Keys = petsRun
 
 	expected, expectedEv := replicaOverlaps(h, runs, kinds, opts.maxEvidence())
 
@@ -179,12 +196,12 @@ func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Resul
 		return res.finish(Unknown, fmt.Sprintf("%s ran two UIDs at once, but the history records no pet-controller create, so whether they are pets is unknown%s",
 			count(undecided, "pet-like pod name"), suffix))
 	}
-	if pets == 0 && !creators.pets && otherOverlaps == 0 {
+	if petsRun == 0 && !pets && otherOverlaps == 0 {
 		return res.finish(Ok, fmt.Sprintf("no pod name ran two UIDs at once (%s) and every UID ran on one node; the history records no pet-controller create, so no pod is known to be a pet%s",
 			count(len(runs), "container run"), suffix))
 	}
 	return res.finish(Ok, fmt.Sprintf("no pet ran two UIDs at once (%s, %s of %s) and every UID ran on one node%s",
-		count(pets, "pet"), count(res.Stats.Checked, "pet container run"), count(len(runs), "container run"), suffix))
+		count(petsRun, "pet"), count(res.Stats.Checked, "pet container run"), count(len(runs), "container run"), suffix))
 }
 
 // oneNodePerUID finds the UIDs whose runtime entries name two nodes (LC-3):
@@ -380,32 +397,6 @@ func replicaOverlaps(h *history.History, runs []run, kinds map[string]podKind, m
 		}
 	}
 	return total, ev
-}
-
-// nodeFences returns, per node, the recording times of the store changes
-// that turned its Fenced condition (podsafe.io/Fenced) True: the fencing
-// controller records it only after every fence agent succeeded, so from
-// then on what still runs there is cut off (PS-14).
-func nodeFences(store []history.StoreEvent) map[string][]int64 {
-	out := map[string][]int64{}
-	fenced := map[string]bool{}
-	for _, ev := range store {
-		if ev.Resource != "nodes" || len(ev.Object) == 0 || !bytes.Contains(ev.Object, []byte(fencedConditionType)) {
-			if ev.Resource == "nodes" {
-				fenced[ev.Name] = false
-			}
-			continue
-		}
-		now, ok := nodeConditionTrue(ev.Object, fencedConditionType)
-		if !ok {
-			continue
-		}
-		if now && !fenced[ev.Name] && ev.Type != history.StoreDeleted {
-			out[ev.Name] = append(out[ev.Name], ev.T)
-		}
-		fenced[ev.Name] = now
-	}
-	return out
 }
 
 // nodeConditionTrue decodes a Node object and reports whether its

@@ -71,8 +71,15 @@ var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // API history, ledger and store events, and answers Unknown when ctx ends
 // or opts.Timeout passes first.
 func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkAuthority(ctx, v, opts)
+}
+
+func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, AuthorityChecker, authorityGuarantees)
 	defer cancel()
+	h := v.h
 	noFencing := !slices.ContainsFunc(h.API, func(c history.APICall) bool { return c.Identity == identityFencing })
 	if noFencing {
 		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-14" })
@@ -103,17 +110,21 @@ func CheckAuthority(ctx context.Context, h *history.History, opts Options) Resul
 	res.Stats.Ops = deletions
 	res.Stats.Checked = len(forced)
 	st := &stopper{ctx: ctx}
-	crossEv, crossIllegal, crossJudged, ok := crossNodeDeletions(h, st, opts.maxEvidence())
+	pi, ok := v.pods(ctx)
 	if !ok {
 		return res.cancelled(count(deletions, "deletion"))
 	}
+	runs, ok := v.runs(ctx)
+	if !ok {
+		return res.cancelled(count(deletions, "deletion"))
+	}
+	crossEv, crossIllegal, crossJudged := crossNodeDeletions(h, pi, opts.maxEvidence())
 	res.Stats.Checked += crossJudged
 	if crossJudged == 0 {
 		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-1" })
 	}
 
-	runs := containerRuns(h.Ledger)
-	w := newWitness(h, runs)
+	w := newWitness(h, runs, pi)
 	var ev, undecidedEv []Evidence
 	byWhom := map[string]int{}
 	illegal, idle, finished, undecided := 0, 0, 0, 0
@@ -252,6 +263,7 @@ func isForce(c history.APICall) bool {
 // force deletion.
 type witness struct {
 	h      *history.History
+	pods   *podIndex
 	runs   []run
 	byUID  map[string][]int // uid -> runs
 	byPod  map[string][]string
@@ -277,10 +289,19 @@ func (w *witness) deletedBound(c history.APICall) (deletedPod, bool) {
 	}
 	if w.deleted == nil {
 		w.deleted = map[string]deletedPod{}
-		for _, ev := range w.h.Store {
-			if ev.Type != history.StoreDeleted || ev.Resource != "pods" || len(ev.Object) == 0 {
+		for _, vr := range w.pods.versions {
+			ev := &w.h.Store[vr.store]
+			if ev.Type != history.StoreDeleted || len(ev.Object) == 0 {
 				continue
 			}
+			if p := vr.pod; p != nil {
+				if p.Metadata.UID != "" {
+					w.deleted[p.Metadata.UID] = deletedPod{node: p.Spec.NodeName, phase: p.Status.Phase, rv: ev.RV, t: ev.T}
+				}
+				continue
+			}
+			// An object the pod scanner (and encoding/json) cannot read as a
+			// whole may still give these fields.
 			var p struct {
 				Metadata struct {
 					UID string `json:"uid"`
@@ -308,8 +329,8 @@ func (w *witness) deletedBound(c history.APICall) (deletedPod, bool) {
 	return d, true
 }
 
-func newWitness(h *history.History, runs []run) *witness {
-	w := &witness{h: h, runs: runs, byUID: map[string][]int{}, byPod: map[string][]string{}, nodeOp: map[string][]int{}}
+func newWitness(h *history.History, runs []run, pods *podIndex) *witness {
+	w := &witness{h: h, pods: pods, runs: runs, byUID: map[string][]int{}, byPod: map[string][]string{}, nodeOp: map[string][]int{}}
 	for i, r := range runs {
 		if len(w.byUID[r.uid]) == 0 {
 			w.byPod[r.pod] = append(w.byPod[r.pod], r.uid)

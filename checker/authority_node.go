@@ -20,36 +20,41 @@ type podBinding struct {
 	deleted        bool  // the version is the pod's DELETED event
 }
 
-// podNodes reads, from the store's record of pods, every version that names
-// a node (and every DELETED event), in store order. A pod is bound once
-// (LC-3), so any version of a UID with a node tells its node.
-func podNodes(store []history.StoreEvent, st *stopper) (byUID map[string]string, byKey map[string][]podBinding, ok bool) {
-	byUID, byKey = map[string]string{}, map[string][]podBinding{}
-	for _, ev := range store {
-		if st.stopped() {
-			return nil, nil, false
+// podBindings is where the store recorded each pod bound: by UID, and per
+// pod name every version (see podBinding).
+type podBindings struct {
+	byUID map[string]string
+	byKey map[string][]podBinding
+}
+
+// bindings reads, from the store's record of pods, every version that
+// decodes, in store order. A pod is bound once (LC-3), so any version of a
+// UID with a node tells its node.
+func (pi *podIndex) podBindings() *podBindings {
+	pi.bindOnce.Do(func() {
+		byUID, byKey := map[string]string{}, map[string][]podBinding{}
+		for _, vr := range pi.versions {
+			if vr.pod == nil {
+				continue
+			}
+			ev := &pi.store[vr.store]
+			key := podRef(ev.Namespace, ev.Name)
+			b := podBinding{key: key, uid: vr.pod.Metadata.UID, node: vr.pod.Spec.NodeName, t: ev.T, deleted: ev.Type == history.StoreDeleted}
+			if b.node != "" && b.uid != "" {
+				byUID[b.uid] = b.node
+			}
+			byKey[key] = append(byKey[key], b)
 		}
-		if ev.Resource != "pods" || len(ev.Object) == 0 {
-			continue
-		}
-		var p poPod
-		if poDecode(ev.Object, &p) != nil {
-			continue
-		}
-		key := podRef(ev.Namespace, ev.Name)
-		b := podBinding{key: key, uid: p.Metadata.UID, node: p.Spec.NodeName, t: ev.T, deleted: ev.Type == history.StoreDeleted}
-		if b.node != "" && b.uid != "" {
-			byUID[b.uid] = b.node
-		}
-		byKey[key] = append(byKey[key], b)
-	}
-	return byUID, byKey, true
+		pi.bindings = &podBindings{byUID: byUID, byKey: byKey}
+	})
+	return pi.bindings
 }
 
 // nodeAtCall returns the node of the pod c deleted: by the UID its answer
 // named, else the last version of its name the store recorded before the
 // call began (none when that version was its deletion or named no node).
-func nodeAtCall(c history.APICall, byUID map[string]string, byKey map[string][]podBinding) (string, bool) {
+func nodeAtCall(c history.APICall, pb *podBindings) (string, bool) {
+	byUID, byKey := pb.byUID, pb.byKey
 	if c.UID != "" {
 		if n, ok := byUID[c.UID]; ok {
 			return n, true
@@ -72,7 +77,7 @@ func nodeAtCall(c history.APICall, byUID map[string]string, byKey map[string][]p
 // that may have happened: it returns the evidence of those of a pod bound
 // to another node (at most max), how many there were, and how many were
 // judged (the pod's node known from the store).
-func crossNodeDeletions(h *history.History, st *stopper, max int) (ev []Evidence, illegal, judged int, ok bool) {
+func crossNodeDeletions(h *history.History, pi *podIndex, max int) (ev []Evidence, illegal, judged int) {
 	var calls []int
 	for i, c := range h.API {
 		if _, kubelet := kubeletNode(c.Identity); kubelet && isPodDeletion(c) && mayHaveHappened(c) {
@@ -80,15 +85,12 @@ func crossNodeDeletions(h *history.History, st *stopper, max int) (ev []Evidence
 		}
 	}
 	if len(calls) == 0 {
-		return nil, 0, 0, true
+		return nil, 0, 0
 	}
-	byUID, byKey, ok := podNodes(h.Store, st)
-	if !ok {
-		return nil, 0, 0, false
-	}
+	pb := pi.podBindings()
 	for _, i := range calls {
 		c := h.API[i]
-		node, known := nodeAtCall(c, byUID, byKey)
+		node, known := nodeAtCall(c, pb)
 		if !known {
 			continue
 		}
@@ -116,5 +118,5 @@ func crossNodeDeletions(h *history.History, st *stopper, max int) (ev []Evidence
 			})
 		}
 	}
-	return ev, illegal, judged, true
+	return ev, illegal, judged
 }

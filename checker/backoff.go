@@ -73,11 +73,21 @@ const backoffFaultMargin = 500 * time.Millisecond
 // events and the faults, and answers Unknown when ctx ends or opts.Timeout
 // passes first.
 func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkBackoff(ctx, v, opts)
+}
+
+func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, BackoffChecker, backoffGuarantees)
 	defer cancel()
 	st := &stopper{ctx: ctx}
+	h := v.h
 	ledger := h.Ledger
-	runs := containerRuns(ledger)
+	runs, ok := v.runs(ctx)
+	if !ok {
+		return res.cancelled("the restarts")
+	}
 	type ctrKey struct{ uid, container string }
 	byCtr := map[ctrKey][]int{} // indices into runs, in start order
 	var order []ctrKey
@@ -88,17 +98,15 @@ func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result 
 		}
 		byCtr[k] = append(byCtr[k], i)
 	}
-	uids := map[string]bool{}
-	for _, e := range ledger {
-		if e.UID != "" {
-			uids[e.UID] = true
-		}
-	}
-	specs, stopped := poSpecs(h.Store, uids, st)
-	if stopped {
+	pods, ok := v.pods(ctx)
+	if !ok || ctx.Err() != nil {
 		return res.cancelled("the restarts")
 	}
-	dist := newBoDisturbances(h, ledger)
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return res.cancelled("the restarts")
+	}
+	dist := newBoDisturbances(h, ledger, nodes.fences)
 
 	var illegal []boViolation
 	judged, skipped, restarts := 0, 0, 0
@@ -120,7 +128,7 @@ func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result 
 			restarts++
 			keys[k.uid] = true
 			exitE, startE := ledger[prev.end], ledger[cur.start]
-			spec := specs[ledger[cur.start].UID]
+			spec := pods.spec(ledger[cur.start].UID)
 			poweredOff := exitE.Action == history.LedgerPowerOff
 			gapDisturbed := poweredOff || dist.touches(cur.node, exitE.T, startE.T) || dist.touches(prev.node, exitE.T, startE.T)
 			runDisturbed := dist.touches(prev.node, ledger[prev.start].T, exitE.T)
@@ -276,7 +284,7 @@ type boDisturbances struct {
 	all    [][2]int64 // faults on every node's clock
 }
 
-func newBoDisturbances(h *history.History, ledger []history.LedgerEntry) *boDisturbances {
+func newBoDisturbances(h *history.History, ledger []history.LedgerEntry, fences map[string][]int64) *boDisturbances {
 	d := &boDisturbances{byNode: map[string][][2]int64{}}
 	margin := int64(backoffFaultMargin)
 	end := h.End
@@ -304,7 +312,7 @@ func newBoDisturbances(h *history.History, ledger []history.LedgerEntry) *boDist
 			d.byNode[e.Node] = append(d.byNode[e.Node], [2]int64{e.T - margin, e.T + margin})
 		}
 	}
-	for node, ts := range nodeFences(h.Store) {
+	for node, ts := range fences {
 		for _, t := range ts {
 			// Fenced until an admin unfences it: to the end of the history.
 			d.byNode[node] = append(d.byNode[node], [2]int64{t - margin, max(end, t) + margin})

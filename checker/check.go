@@ -22,12 +22,24 @@ type Info struct {
 // checkerDef is one entry of the checker registry: what the checker is
 // (its Info), when it applies to a history, and how it judges one. The
 // registry is the one list Catalog, Check, the CLI's listing and the
-// reports derive from.
+// reports derive from. Both functions read the history through the view
+// that Check shares among the checkers of one history.
 type checkerDef struct {
 	Info
 	// applies reports whether the history holds what the checker judges.
-	applies func(h *history.History) bool
-	check   func(ctx context.Context, h *history.History, opts Options) Result
+	applies func(v *view) bool
+	check   func(ctx context.Context, v *view, opts Options) Result
+}
+
+// onHistory adapts a checker that reads the history itself rather than
+// the view.
+func onHistory(check func(context.Context, *history.History, Options) Result) func(context.Context, *view, Options) Result {
+	return func(ctx context.Context, v *view, opts Options) Result { return check(ctx, v.h, opts) }
+}
+
+// onHistoryIf adapts an applies function that reads the history itself.
+func onHistoryIf(applies func(*history.History) bool) func(*view) bool {
+	return func(v *view) bool { return applies(v.h) }
 }
 
 // registry lists every checker, in the order Check runs them and reports
@@ -39,7 +51,7 @@ func registry() []checkerDef {
 			Description: "register workload operations are linearizable, key by key (porcupine)",
 			Guarantees:  []string{GuaranteeStoreLin},
 		},
-		applies: func(h *history.History) bool { return slices.ContainsFunc(h.Ops, IsRegisterOp) },
+		applies: func(v *view) bool { return slices.ContainsFunc(v.h.Ops, IsRegisterOp) },
 		check:   checkRegisterOrVisualize,
 	}, {
 		Info: Info{
@@ -47,32 +59,32 @@ func registry() []checkerDef {
 			Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
 			Guarantees:  watchOrderGuarantees,
 		},
-		applies: watchApplies,
-		check:   CheckWatchOrder,
+		applies: onHistoryIf(watchApplies),
+		check:   onHistory(CheckWatchOrder),
 	}, {
 		Info: Info{
 			Name:        WatchValueChecker,
 			Description: "from the watch lines and the store's committed history: every watch event is the change committed at its resourceVersion (type, key, value)",
 			Guarantees:  watchValueGuarantees,
 		},
-		applies: watchApplies,
-		check:   CheckWatchValues,
+		applies: onHistoryIf(watchApplies),
+		check:   onHistory(CheckWatchValues),
 	}, {
 		Info: Info{
 			Name:        ReadAfterWatchChecker,
 			Description: "from the watch lines, the reads and the store's committed history: a get or list that began after a watch delivered resourceVersion N reflects every write up to N",
 			Guarantees:  readAfterWatchGuarantees,
 		},
-		applies: watchApplies,
-		check:   CheckReadAfterWatch,
+		applies: onHistoryIf(watchApplies),
+		check:   onHistory(CheckReadAfterWatch),
 	}, {
 		Info: Info{
 			Name:        ListChecker,
 			Description: "from the lists and the store's committed history: a list returns exactly the state at its resourceVersion",
 			Guarantees:  listGuarantees,
 		},
-		applies: watchApplies,
-		check:   CheckLists,
+		applies: onHistoryIf(watchApplies),
+		check:   onHistory(CheckLists),
 	}, {
 		Info: Info{
 			Name:        AtMostOneChecker,
@@ -88,7 +100,7 @@ func registry() []checkerDef {
 			Guarantees:  storageGuarantees,
 		},
 		applies: ledgerHas(history.LedgerWrite, history.LedgerWriteRefused),
-		check:   CheckStorage,
+		check:   onHistory(CheckStorage),
 	}, {
 		Info: Info{
 			Name:        GraceChecker,
@@ -96,7 +108,7 @@ func registry() []checkerDef {
 			Guarantees:  graceGuarantees,
 		},
 		applies: ledgerHas(history.LedgerTerm, history.LedgerKill),
-		check:   CheckGrace,
+		check:   checkGrace,
 	}, {
 		Info: Info{
 			Name:        AuthorityChecker,
@@ -104,47 +116,49 @@ func registry() []checkerDef {
 			Guarantees:  authorityGuarantees,
 		},
 		applies: authorityApplies,
-		check:   CheckAuthority,
+		check:   checkAuthority,
 	}, {
 		Info: Info{
 			Name:        PhasesChecker,
 			Description: "from the store's record of every pod change and the ledger: phases never go back and terminal phases never change, a pod is bound once, deletions are never undone or lengthened, conditions agree with phase and containers, init containers run in order before app containers",
 			Guarantees:  phasesGuarantees,
 		},
-		applies: func(h *history.History) bool { return poHasPods(h.Store) },
-		check:   CheckPhases,
+		applies: func(v *view) bool { return poHasPods(v.h.Store) },
+		check:   checkPhases,
 	}, {
 		Info: Info{
 			Name:        BackoffChecker,
 			Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
 			Guarantees:  backoffGuarantees,
 		},
-		applies: func(h *history.History) bool { return boHasRestart(h.Ledger) },
-		check:   CheckBackoff,
+		applies: func(v *view) bool { return boHasRestart(v.h.Ledger) },
+		check:   checkBackoff,
 	}, {
 		Info: Info{
 			Name:        PreemptionChecker,
 			Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
 			Guarantees:  preemptionGuarantees,
 		},
-		applies: preemptApplies,
-		check:   CheckPreemption,
+		applies: onHistoryIf(preemptApplies),
+		check:   onHistory(CheckPreemption),
 	}, {
 		Info: Info{
 			Name:        SpreadChecker,
 			Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
 			Guarantees:  spreadGuarantees,
 		},
-		applies: spreadApplies,
-		check:   CheckSpread,
+		applies: func(v *view) bool { return v.podText(func(pi *podIndex) bool { return pi.spread }, spreadApplies) },
+		check:   onHistory(CheckSpread),
 	}, {
 		Info: Info{
 			Name:        NodeHealthChecker,
 			Description: "from the store's record of nodes, their Leases and pods: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period, and the taint eviction controller evicts a pod only for a NoExecute taint its node has, not before the pod's tolerationSeconds ran out",
 			Guarantees:  nodeHealthGuarantees,
 		},
-		applies: nodeHealthApplies,
-		check:   CheckNodeHealth,
+		applies: func(v *view) bool {
+			return nodeLeasesRecorded(v.h) || v.podText(func(pi *podIndex) bool { return pi.taintMarked }, nodeHealthApplies)
+		},
+		check: onHistory(CheckNodeHealth),
 	}}
 }
 
@@ -160,21 +174,31 @@ func Catalog() []Info {
 
 // ledgerHas returns the applies function of a checker that judges ledger
 // entries of the given actions.
-func ledgerHas(actions ...history.LedgerAction) func(*history.History) bool {
-	return func(h *history.History) bool {
-		return slices.ContainsFunc(h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
+func ledgerHas(actions ...history.LedgerAction) func(*view) bool {
+	return func(v *view) bool {
+		return slices.ContainsFunc(v.h.Ledger, func(e history.LedgerEntry) bool { return slices.Contains(actions, e.Action) })
 	}
 }
 
 // authorityApplies: the API history records a deletion of pods.
-func authorityApplies(h *history.History) bool {
-	return slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) })
+func authorityApplies(v *view) bool {
+	return slices.ContainsFunc(v.h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) })
+}
+
+// podText answers a text test of the pod objects (flag) from the view's
+// decoding, or, when that was cancelled, by scanning the history (scan).
+func (v *view) podText(flag func(*podIndex) bool, scan func(*history.History) bool) bool {
+	if pi, ok := v.pods(v.ctx); ok {
+		return flag(pi)
+	}
+	return scan(v.h)
 }
 
 // checkRegisterOrVisualize is the register checker, writing porcupine's
 // visualization from the same search when opts asks for it; a failure to
 // write it is noted in the summary without changing the verdict.
-func checkRegisterOrVisualize(ctx context.Context, h *history.History, opts Options) Result {
+func checkRegisterOrVisualize(ctx context.Context, v *view, opts Options) Result {
+	h := v.h
 	if opts.VisualizationPath == "" {
 		return CheckRegister(ctx, h.Ops, opts)
 	}
@@ -188,9 +212,11 @@ func checkRegisterOrVisualize(ctx context.Context, h *history.History, opts Opti
 // checkAtMostOneWithRecovery is the at-most-one checker with availability
 // beside it: measured, not judged (per pet, time unavailable and time to
 // recovery after each fault).
-func checkAtMostOneWithRecovery(ctx context.Context, h *history.History, opts Options) Result {
-	res := CheckAtMostOne(ctx, h, opts)
-	res.Figures = append(res.Figures, RecoveryFigures(Recovery(h))...)
+func checkAtMostOneWithRecovery(ctx context.Context, v *view, opts Options) Result {
+	res := checkAtMostOne(ctx, v, opts)
+	if rep, ok := recovery(ctx, v); ok {
+		res.Figures = append(res.Figures, RecoveryFigures(rep)...)
+	}
 	return res
 }
 
@@ -215,31 +241,58 @@ func checkAtMostOneWithRecovery(ctx context.Context, h *history.History, opts Op
 // result's Summary without changing the verdict. Combine the verdicts with
 // Merge.
 func Check(ctx context.Context, h *history.History, opts Options) []Result {
-	var checks []checkerDef
+	results, _ := check(ctx, h, opts)
+	return results
+}
+
+// check is Check, returning also the view the checkers shared (which says
+// how long building each of its parts took).
+func check(ctx context.Context, h *history.History, opts Options) ([]Result, *view) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v := newView(ctx, h)
+	var defs []checkerDef
 	for _, d := range registry() {
-		if d.applies(h) && (len(opts.Checkers) == 0 || slices.Contains(opts.Checkers, d.Name)) {
-			checks = append(checks, d)
+		if len(opts.Checkers) == 0 || slices.Contains(opts.Checkers, d.Name) {
+			defs = append(defs, d)
 		}
 	}
 
-	// The checkers only read h: they run side by side, as many at once as
-	// there are processors, and their results keep Catalog order. A
-	// checker that panics answers Unknown with the panic as its evidence
-	// (Jepsen's check-safe): one broken checker never takes the others'
-	// verdicts with it.
-	results := make([]Result, len(checks))
+	// The checkers only read h, through v: they run side by side, as many
+	// at once as there are processors (a checker waiting for a part of the
+	// view that another is building counts), and their results keep
+	// Catalog order. Whether a checker applies may depend on a part of the
+	// view, so each finds out on its own goroutine. A checker that panics
+	// answers Unknown with the panic as its evidence (Jepsen's
+	// check-safe): one broken checker never takes the others' verdicts
+	// with it.
+	results := make([]Result, len(defs))
+	ran := make([]bool, len(defs))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
-	for i, c := range checks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = checkSafe(c.Name, func() Result { return c.check(ctx, h, opts) })
-		}()
+	for i, d := range defs {
+		wg.Go(func() {
+			res := checkSafe(d.Name, func() Result {
+				if !d.applies(v) {
+					return Result{}
+				}
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				return d.check(ctx, v, opts)
+			})
+			// A checker that does not apply leaves no result (a crash of
+			// its applies function does, naming it).
+			results[i], ran[i] = res, res.Checker != ""
+		})
 	}
 	wg.Wait()
-	return holdToEvidence(opts, results)
+	var out []Result
+	for i := range defs {
+		if ran[i] {
+			out = append(out, results[i])
+		}
+	}
+	return holdToEvidence(opts, out), v
 }
 
 // checkSafe runs check; a panic becomes an Unknown result of the named

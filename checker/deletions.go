@@ -1,11 +1,9 @@
 package checker
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -260,55 +258,27 @@ type graceChange struct {
 // import the system); a script word "mem=…" makes the container use memory.
 const scriptAnnotationPrefix = "podsafe.io/script."
 
-// newGraceFacts reads the pod and node events of the store.
-func newGraceFacts(store []history.StoreEvent) *graceFacts {
-	f := &graceFacts{pods: map[string]*podGraceFacts{}}
+// newGraceFacts reads what the store records of pods and nodes.
+func newGraceFacts(pods *podIndex, nodes *nodeIndex) *graceFacts {
+	f := &graceFacts{pods: map[string]*podGraceFacts{}, pressure: nodes.memoryPressure}
 	last := map[string]int64{} // UID → deletionGracePeriodSeconds seen last, -1 for none
-	for _, ev := range store {
-		switch {
-		case ev.Resource == "nodes" && !f.pressure && bytes.Contains(ev.Object, []byte("MemoryPressure")):
-			f.pressure, _ = nodeConditionTrue(ev.Object, "MemoryPressure")
-			continue
-		case ev.Resource != "pods" || len(ev.Object) == 0:
+	for _, vr := range pods.versions {
+		p := vr.pod
+		if p == nil || p.Metadata.UID == "" {
 			continue
 		}
-		// A pod's containers and scripts are fixed at its creation: the
-		// full decode happens once per UID; later changes are read with the
-		// fast pod scanner for the fields that change.
-		var quick poPod
-		if poDecode(ev.Object, &quick) != nil || quick.Metadata.UID == "" {
-			continue
-		}
-		u := quick.Metadata.UID
+		ev := &pods.store[vr.store]
+		u := p.Metadata.UID
 		pf := f.pods[u]
 		if pf == nil {
-			var p struct {
-				Metadata struct {
-					Annotations map[string]string `json:"annotations"`
-				} `json:"metadata"`
-				Spec struct {
-					Containers     []probedContainer `json:"containers"`
-					InitContainers []probedContainer `json:"initContainers"`
-				} `json:"spec"`
-			}
-			if json.Unmarshal(ev.Object, &p) != nil {
-				continue
-			}
-			pf = &podGraceFacts{gone: math.MaxInt64}
+			// A pod's containers and scripts are fixed at its creation.
+			pf = &podGraceFacts{gone: math.MaxInt64, probes: p.hasKillingProbe()}
 			f.pods[u] = pf
 			last[u] = -1
-			for _, c := range append(p.Spec.Containers, p.Spec.InitContainers...) {
-				if c.StartupProbe != nil || c.LivenessProbe != nil {
-					pf.probes = true
-				}
-			}
-			for k, v := range p.Metadata.Annotations {
-				if strings.HasPrefix(k, scriptAnnotationPrefix) && (strings.HasPrefix(v, "mem=") || strings.Contains(v, " mem=")) {
-					f.memory = true
-				}
+			if p.Metadata.Scripts.usesMemory() {
+				f.memory = true
 			}
 		}
-		p := quick
 		if p.Status.Reason == "Evicted" {
 			pf.evicted = true
 		}

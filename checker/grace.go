@@ -97,16 +97,31 @@ const GraceReactionSlack = time.Second
 // the store, and answers Unknown when ctx ends or opts.Timeout passes
 // first.
 func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkGrace(ctx, v, opts)
+}
+
+func checkGrace(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, GraceChecker, graceGuarantees)
 	defer cancel()
+	h := v.h
 	ledger := h.Ledger
 	attempts, firstSeen := killAttempts(ledger)
 	if len(attempts) == 0 {
 		return res.finish(Unknown, "not checked: the ledger records no TERM or KILL")
 	}
 	res.Stats.Ops = len(attempts)
+	pods, ok := v.pods(ctx)
+	if !ok {
+		return res.cancelled(count(len(attempts), "kill"))
+	}
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return res.cancelled(count(len(attempts), "kill"))
+	}
 	idx := newDeletionIndex(h.API)
-	facts := newGraceFacts(h.Store)
+	facts := newGraceFacts(pods, nodes)
 	facts.invokedAt = map[string]int64{}
 	for _, c := range h.API {
 		if c.Resource == "pods" && c.ResourceVersion != "" {
@@ -115,7 +130,7 @@ func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
 			}
 		}
 	}
-	first := firstGraces(h.Store)
+	first := firstGraces(pods)
 	st := &stopper{ctx: ctx}
 
 	var illegal, undecided []Evidence

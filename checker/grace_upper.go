@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 
@@ -15,24 +14,20 @@ import (
 // firstGraces returns, per pod UID, the store's first version of the pod
 // terminating: its deletionGracePeriodSeconds, committed at t (0: force
 // deleted, which bounds nothing). Only the first version carrying the field
-// of each object (a name between its DELETED events) is decoded.
-func firstGraces(store []history.StoreEvent) map[string]graceChange {
+// of each object (a name between its DELETED events) counts.
+func firstGraces(pods *podIndex) map[string]graceChange {
 	out := map[string]graceChange{}
 	seen := map[string]bool{} // namespace/name → its terminating version was read
-	for _, ev := range store {
-		if ev.Resource != "pods" {
-			continue
-		}
+	for _, vr := range pods.versions {
+		ev := &pods.store[vr.store]
 		name := podRef(ev.Namespace, ev.Name)
+		p := vr.pod
 		switch {
 		case ev.Type == history.StoreDeleted:
 			delete(seen, name)
 			continue
-		case seen[name] || !bytes.Contains(ev.Object, []byte(`"deletionGracePeriodSeconds"`)):
-			continue
-		}
-		var p poPod
-		if poDecode(ev.Object, &p) != nil || p.Metadata.UID == "" || p.Metadata.DeletionGracePeriodSeconds == nil {
+		case seen[name] || p == nil || p.Metadata.UID == "" || p.Metadata.DeletionGracePeriodSeconds == nil ||
+			!containsQuoted(ev.Object, "deletionGracePeriodSeconds"):
 			continue
 		}
 		seen[name] = true

@@ -116,6 +116,17 @@ func nodeHealthApplies(h *history.History) bool {
 	return false
 }
 
+// nodeLeasesRecorded reports whether h records the nodes' heart-beat
+// Leases: the half of nodeHealthApplies that reads no object.
+func nodeLeasesRecorded(h *history.History) bool {
+	for _, e := range h.Store {
+		if e.Resource == "leases.coordination.k8s.io" && e.Namespace == nodeLeaseNamespace {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckNodeHealth judges every time the node controller declared a node's
 // health unknown (its Ready condition set to Unknown with reason
 // NodeStatusUnknown, after which it taints the node and marks and evicts

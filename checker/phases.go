@@ -64,13 +64,21 @@ var phasesGuarantees = []string{"LC-1", "LC-2", "LC-3", "LC-7", "LC-8", "LC-10",
 // O(n log n) in the store events and the ledger, and answers Unknown when
 // ctx ends or opts.Timeout passes first.
 func CheckPhases(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkPhases(ctx, v, opts)
+}
+
+func checkPhases(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, PhasesChecker, phasesGuarantees)
 	defer cancel()
+	h := v.h
 	st := &stopper{ctx: ctx}
-	pods, undecoded, stopped := poPods(h.Store, st, nil)
-	if stopped {
+	pi, ok := v.pods(ctx)
+	if !ok || ctx.Err() != nil {
 		return res.cancelled("the pod phases")
 	}
+	pods, undecoded := pi.instances, pi.undecoded
 	if len(pods) == 0 {
 		return res.finish(Unknown, "not checked: the history records no change of any pod object")
 	}

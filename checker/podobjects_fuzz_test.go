@@ -57,6 +57,16 @@ func FuzzPodDecode(f *testing.F) {
 		"{\"metadata\":{\"\u212aind\":\"x\",\"nam\u017f\":1}}",
 		`{"metadata":{"name":"tab	inside"}}`,
 		`{"metadata":{"uid":"a"}} trailing`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1 run=2s","other":"x","podsafe.io/script.b":null}},"spec":{"containers":[{"name":"c","livenessProbe":{"exec":{"command":["x"]}},"startupProbe":null}]}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"run=1s"},"annotations":{"podsafe.io/script.b":"mem=1"}}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"run=1s"},"annotations":null}}`,
+		`{"metadata":{"annotations":{"x":1}}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1","podsafe.io/script.a":2}}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1"},"annotations":{"podsafe.io/script.a":[]}}}`,
+		`{"metadata":{"annotations":5}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1"},"annotations":"x"}}`,
+		`{"metadata":{"annotations":{"podsafe.io/script.a":"a\u0020mem=1"}},"spec":{"initContainers":[{"startupProbe":{}}]}}`,
+		`{"metadata":{"Annotations":{"podsafe.io/script.a":"mem=1"}},"spec":{"containers":[{"LivenessProbe":1}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -78,7 +88,7 @@ func FuzzPodDecode(f *testing.F) {
 			t.Fatalf("scanner and encoding/json differ (-json +scanner):\n%s", diff)
 		}
 		// An interning scanner, reused, reads the same.
-		s := poScanner{intern: map[string]string{}}
+		s := newPoScanner()
 		for range 2 {
 			var again poPod
 			if err := s.decode(data, &again); err != nil {
@@ -87,6 +97,25 @@ func FuzzPodDecode(f *testing.F) {
 			if diff := cmp.Diff(want, again); diff != "" {
 				t.Fatalf("interning scanner and encoding/json differ (-json +scanner):\n%s", diff)
 			}
+		}
+	})
+}
+
+// poPlain8 agrees with poPlain on every byte of every word.
+func FuzzPoPlain8(f *testing.F) {
+	f.Add(uint64(0x4141414141414141))
+	f.Add(uint64(0x4141412241414141))
+	f.Add(uint64(0x41414141415c4141))
+	f.Add(uint64(0x1f41414141414141))
+	f.Add(uint64(0x41414141414141ff))
+	f.Add(uint64(0x2020202020202020))
+	f.Fuzz(func(t *testing.T, x uint64) {
+		want := true
+		for i := range 8 {
+			want = want && poPlain[byte(x>>(8*i))]
+		}
+		if got := poPlain8(x); got != want {
+			t.Fatalf("poPlain8(%#x) = %v, want %v", x, got, want)
 		}
 	})
 }

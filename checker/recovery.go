@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -153,9 +154,30 @@ func (p PetRecovery) Recovered() bool { return p.How == EndRecovered }
 // that nodes' skewed clocks do not distort them. Recovery is pure and reads
 // h without changing it.
 func Recovery(h *history.History) RecoveryReport {
+	v, done := standaloneView(context.Background(), h)
+	defer done()
+	rep, _ := recovery(context.Background(), v)
+	return rep
+}
+
+// recovery is Recovery from a view; false when ctx ended before the parts
+// of the view it reads were built.
+func recovery(ctx context.Context, v *view) (RecoveryReport, bool) {
+	h := v.h
 	rep := RecoveryReport{Scale: ledgerScale(h.Ledger)}
-	creators := newPodCreators(h.API)
-	fences := nodeFences(h.Store)
+	creators, ok := v.creators(ctx)
+	if !ok {
+		return rep, false
+	}
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return rep, false
+	}
+	runs, ok := v.runs(ctx)
+	if !ok {
+		return rep, false
+	}
+	fences := nodes.fences
 	wanted := setReplicas(h.Store)
 
 	type span struct {
@@ -165,7 +187,7 @@ func Recovery(h *history.History) RecoveryReport {
 	}
 	byPet := map[string][]span{}
 	kinds := map[string]podKind{}
-	for _, r := range containerRuns(h.Ledger) {
+	for _, r := range runs {
 		k, ok := kinds[r.uid]
 		if !ok {
 			k = creators.classify(h.API, r.uid, r.pod)
@@ -272,7 +294,7 @@ func Recovery(h *history.History) RecoveryReport {
 		}
 		rep.Faults = append(rep.Faults, fr)
 	}
-	return rep
+	return rep, true
 }
 
 // scaled converts a recorder duration to the cluster's scaled clock.

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -550,7 +549,7 @@ func (sc *spreadCheck) judge(ch *schedChange, cs []spreadCons, call history.APIC
 // with topology spread constraints in the store events.
 func spreadApplies(h *history.History) bool {
 	for _, ev := range h.Store {
-		if schedKindOf(ev.Resource) == schedPods && bytes.Contains(ev.Object, []byte(`"topologySpreadConstraints"`)) {
+		if schedKindOf(ev.Resource) == schedPods && containsQuoted(ev.Object, "topologySpreadConstraints") {
 			return true
 		}
 	}
