@@ -52,9 +52,9 @@ type RunOptions struct {
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
 	// Compress replaces the history by history.jsonl.gz once the run is
-	// checked, when its recorder closed cleanly and it loaded
-	// (history.Compress); otherwise, and in a process killed midway, it
-	// stays plain. Every reader of a history reads either form.
+	// checked, when its recorder closed cleanly, it loaded and ctx has not
+	// ended (history.Compress); otherwise, and in a process killed midway,
+	// it stays plain. Every reader of a history reads either form.
 	Compress bool
 	// Stop, when closed, stops the run early (a first Ctrl-C): the workload
 	// and the faults end, the cluster settles healed, and the checkers judge
@@ -152,9 +152,10 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		res.Truncated = chk.Truncated
 		res.Incomplete = chk.Incomplete
 		res.Ops = chk.Ops
-		if opts.Compress && closeErr == nil {
+		if opts.Compress && closeErr == nil && ctx.Err() == nil {
 			// The history is whole and checked: from here on it is read,
 			// never appended to. The report is rendered from h, in memory.
+			// An aborted run (ctx ended: a second Ctrl-C) leaves at once.
 			if _, err := history.Compress(rec.Path()); err != nil {
 				log.Warn("history left uncompressed", "err", err)
 				res.Warnings = append(res.Warnings, "history left uncompressed: "+err.Error())
