@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/internal/heappeak"
 )
@@ -179,6 +181,42 @@ func BenchmarkCheckers(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			h := benchRunHistory()
 			benchHistory(b, h, func(ctx context.Context, h *history.History) []Result { return []Result{c.check(ctx, h)} })
+		})
+	}
+}
+
+// BenchmarkRegisterVsPorcupine runs the register checker over the register
+// operations of the 1,000,000-event run, and porcupine alone (its plain
+// check, with RegisterModel) over the same porcupine operations, each
+// reporting operations per CPU-second: the checker's share of the ratio is
+// what its budget, conversion and evidence machinery cost.
+func BenchmarkRegisterVsPorcupine(b *testing.B) {
+	ops := benchRunHistory().Ops
+	// Porcupine alone gets its operations as a user of RegisterModel
+	// writes them: values.
+	var stats Stats
+	pops := registerOperations(ops, &stats)
+	for i := range pops {
+		pops[i].Input, pops[i].Output, pops[i].Metadata = opInput(pops[i]), opOutput(pops[i]), opMetadata(pops[i])
+	}
+	for _, c := range []struct {
+		name  string
+		check func() bool
+	}{
+		{"checker", func() bool {
+			return CheckRegister(context.Background(), ops, Options{Timeout: time.Minute}).Verdict == Ok
+		}},
+		{"porcupine", func() bool { return porcupine.CheckOperations(RegisterModel, pops) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			runtime.GC()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if !c.check() {
+					b.Fatal("not linearizable")
+				}
+			}
+			b.ReportMetric(float64(len(ops))*float64(b.N)/(cpuTime()-cpu0).Seconds(), "ops/cpu-s")
 		})
 	}
 }

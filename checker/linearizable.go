@@ -112,12 +112,23 @@ type keyBudget struct {
 	// goroutine, and reading it after the search returns is ordered after.
 	steps int64
 	over  atomic.Bool
+	// The budgets of keys searched side by side are written at every step:
+	// each has cache lines of its own.
+	_ [96]byte
+}
+
+// budgetedState is a key's RegisterState in the budgeted search, with the
+// key's budget: found once, at the key's first step, and carried from state
+// to state rather than looked up at every step.
+type budgetedState struct {
+	RegisterState
+	kb *keyBudget
 }
 
 func newSearchBudget(limit int64, pops []porcupine.Operation) *searchBudget {
 	n := map[string]int{}
 	for _, p := range pops {
-		n[p.Input.(RegisterInput).Key]++
+		n[registerKey(p.Input)]++
 	}
 	b := &searchBudget{limit: limit, keys: make(map[string]*keyBudget, len(n))}
 	var reserved float64
@@ -140,17 +151,22 @@ func newSearchBudget(limit int64, pops []porcupine.Operation) *searchBudget {
 // model wraps RegisterModel so that its steps draw on the budget and are all
 // refused once stopped reports true.
 func (b *searchBudget) model(stopped *atomic.Bool) porcupine.Model {
-	model := RegisterModel
+	model := registerPtrModel
+	model.Init = func() any { return budgetedState{} }
 	model.Step = func(state, input, output any) (bool, any) {
 		if stopped != nil && stopped.Load() {
 			return false, state
 		}
-		in := input.(RegisterInput)
-		kb := b.keys[in.Key]
+		in := input.(*RegisterInput)
+		s := state.(budgetedState)
+		kb := s.kb
+		if kb == nil {
+			kb = b.keys[in.Key]
+		}
 		if kb.over.Load() {
 			return false, state
 		}
-		ok, next := Step(state.(RegisterState), in, output.(RegisterOutput))
+		ok, next := Step(s.RegisterState, *in, *output.(*RegisterOutput))
 		if !ok {
 			return false, state
 		}
@@ -159,8 +175,11 @@ func (b *searchBudget) model(stopped *atomic.Bool) porcupine.Model {
 			kb.over.Store(true)
 			return false, state
 		}
-		return true, next
+		return true, budgetedState{next, kb}
 	}
+	model.Equal = func(x, y any) bool { return x.(budgetedState).RegisterState == y.(budgetedState).RegisterState }
+	model.Hash = func(state any) uint64 { return registerHash(state.(budgetedState).RegisterState) }
+	model.DescribeState = func(state any) string { return describeState(state.(budgetedState).RegisterState) }
 	return model
 }
 
@@ -318,6 +337,9 @@ func registerOperations(ops []history.Op, stats *Stats) []porcupine.Operation {
 		}
 	}
 	pops := make([]porcupine.Operation, 0, n)
+	// Inputs, outputs and metadata in arrays, one allocation each, which
+	// the operations point into (see registerPtrModel).
+	ins, outs, metas := make([]RegisterInput, 0, n), make([]RegisterOutput, 0, n), make([]opMeta, 0, n)
 	keys := map[string]struct{}{}
 	for i := range ops {
 		op := &ops[i]
@@ -338,13 +360,15 @@ func registerOperations(ops []history.Op, stats *Stats) []porcupine.Operation {
 		if ret < op.Invoke {
 			ret = op.Invoke
 		}
+		k := len(pops)
+		ins, outs, metas = append(ins, in), append(outs, out), append(metas, opMeta{index: i, id: op.ID, err: op.Error})
 		pops = append(pops, porcupine.Operation{
 			ClientId: max(op.Process, 0),
-			Input:    in,
+			Input:    &ins[k],
 			Call:     op.Invoke,
-			Output:   out,
+			Output:   &outs[k],
 			Return:   ret,
-			Metadata: opMeta{index: i, id: op.ID, err: op.Error},
+			Metadata: &metas[k],
 		})
 		keys[op.Key] = struct{}{}
 	}
@@ -378,7 +402,7 @@ func registerEvidence(ctx context.Context, ops []history.Op, pops []porcupine.Op
 	}
 	var cands []candidate
 	for i, part := range parts {
-		if skip[part[0].Input.(RegisterInput).Key] {
+		if skip[opInput(part[0]).Key] {
 			continue
 		}
 		var longest []int
@@ -416,7 +440,7 @@ func registerEvidence(ctx context.Context, ops []history.Op, pops []porcupine.Op
 			alone := newSearchBudget(memory, c.part)
 			v, pinfo := porcupine.CheckOperationsVerbose(alone.model(nil), c.part, left)
 			if len(alone.overBudget()) > 0 {
-				*over = append(*over, c.part[0].Input.(RegisterInput).Key)
+				*over = append(*over, opInput(c.part[0]).Key)
 				sort.Strings(*over)
 				continue
 			}
@@ -445,9 +469,9 @@ func registerEvidence(ctx context.Context, ops []history.Op, pops []porcupine.Op
 // the longest legal prefix porcupine found, the state after it, and the
 // operations that could come next by their timing but are illegal there.
 func keyEvidence(ops []history.Op, part []porcupine.Operation, longest []int) Evidence {
-	ev := Evidence{Key: part[0].Input.(RegisterInput).Key}
+	ev := Evidence{Key: opInput(part[0]).Key}
 	for _, p := range part {
-		ev.Ops = append(ev.Ops, ops[p.Metadata.(opMeta).index])
+		ev.Ops = append(ev.Ops, ops[opMetadata(p).index])
 	}
 	sort.SliceStable(ev.Ops, func(i, j int) bool {
 		if ev.Ops[i].Invoke != ev.Ops[j].Invoke {
@@ -460,9 +484,9 @@ func keyEvidence(ops []history.Op, part []porcupine.Operation, longest []int) Ev
 	done := make([]bool, len(part))
 	for _, j := range longest {
 		p := part[j]
-		_, state = Step(state, p.Input.(RegisterInput), p.Output.(RegisterOutput))
+		_, state = Step(state, opInput(p), opOutput(p))
 		done[j] = true
-		ev.Linearized = append(ev.Linearized, p.Metadata.(opMeta).id)
+		ev.Linearized = append(ev.Linearized, opMetadata(p).id)
 	}
 	ev.State = describeState(state)
 
@@ -477,14 +501,14 @@ func keyEvidence(ops []history.Op, part []porcupine.Operation, longest []int) Ev
 		if done[j] || p.Call > earliestReturn {
 			continue
 		}
-		if ok, _ := Step(state, p.Input.(RegisterInput), p.Output.(RegisterOutput)); ok {
+		if ok, _ := Step(state, opInput(p), opOutput(p)); ok {
 			continue
 		}
-		m := p.Metadata.(opMeta)
+		m := opMetadata(p)
 		ev.Blocked = append(ev.Blocked, m.id)
 		if len(blocked) < maxBlockedShown {
 			blocked = append(blocked, fmt.Sprintf("op %d %s [%s, %s]", m.id,
-				describeOp(p.Input.(RegisterInput), p.Output.(RegisterOutput)), nanos(p.Call), nanos(p.Return)))
+				describeOp(opInput(p), opOutput(p)), nanos(p.Call), nanos(p.Return)))
 		}
 	}
 

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,15 +167,7 @@ var RegisterModel = porcupine.Model{
 		return Step(state.(RegisterState), input.(RegisterInput), output.(RegisterOutput))
 	},
 	Equal: func(a, b any) bool { return a.(RegisterState) == b.(RegisterState) },
-	Hash: func(state any) uint64 {
-		s := state.(RegisterState)
-		if !s.Present {
-			return 0
-		}
-		h := fnv.New64a()
-		h.Write([]byte(s.Value))
-		return h.Sum64() | 1
-	},
+	Hash:  func(state any) uint64 { return registerHash(state.(RegisterState)) },
 	DescribeOperation: func(input, output any) string {
 		return describeOp(input.(RegisterInput), output.(RegisterOutput))
 	},
@@ -189,6 +182,55 @@ var RegisterModel = porcupine.Model{
 		}
 		return fmt.Sprintf("op %d: %s", m.id, m.err)
 	},
+}
+
+// registerHash hashes a register state (for porcupine's cache of states).
+func registerHash(s RegisterState) uint64 {
+	if !s.Present {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(s.Value))
+	return h.Sum64() | 1
+}
+
+// registerPtrModel is RegisterModel over the register checker's own
+// porcupine operations, whose inputs, outputs and metadata are pointers
+// (*RegisterInput, *RegisterOutput, *opMeta) into arrays allocated once for
+// all the operations, rather than values boxed one by one.
+var registerPtrModel = porcupine.Model{
+	Partition: partitionByKey,
+	Init:      RegisterModel.Init,
+	Step: func(state, input, output any) (bool, any) {
+		return Step(state.(RegisterState), *input.(*RegisterInput), *output.(*RegisterOutput))
+	},
+	Equal: RegisterModel.Equal,
+	Hash:  RegisterModel.Hash,
+	DescribeOperation: func(input, output any) string {
+		return describeOp(*input.(*RegisterInput), *output.(*RegisterOutput))
+	},
+	DescribeState: RegisterModel.DescribeState,
+	DescribeOperationMetadata: func(meta any) string {
+		if m, ok := meta.(*opMeta); ok {
+			return RegisterModel.DescribeOperationMetadata(*m)
+		}
+		return ""
+	},
+}
+
+// opInput, opOutput and opMetadata read an operation of the register
+// checker (see registerPtrModel).
+func opInput(p porcupine.Operation) RegisterInput   { return *p.Input.(*RegisterInput) }
+func opOutput(p porcupine.Operation) RegisterOutput { return *p.Output.(*RegisterOutput) }
+func opMetadata(p porcupine.Operation) opMeta       { return *p.Metadata.(*opMeta) }
+
+// registerKey is the key of a porcupine input of a register operation, a
+// RegisterInput or a pointer to one.
+func registerKey(input any) string {
+	if in, ok := input.(*RegisterInput); ok {
+		return in.Key
+	}
+	return input.(RegisterInput).Key
 }
 
 // Step is the register's sequential specification: whether the operation
@@ -288,21 +330,46 @@ func registerIO(op history.Op) (RegisterInput, RegisterOutput) {
 }
 
 // partitionByKey splits a history into one partition per key, in key order
-// so that partition indices are reproducible.
+// so that partition indices are reproducible; each keeps the history's
+// order. The partitions share one array.
 func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
-	byKey := map[string][]porcupine.Operation{}
-	for _, op := range ops {
-		k := op.Input.(RegisterInput).Key
-		byKey[k] = append(byKey[k], op)
+	index := map[string]int{}
+	var keys []string
+	var counts []int
+	of := make([]int32, len(ops))
+	for i, op := range ops {
+		k := registerKey(op.Input)
+		j, ok := index[k]
+		if !ok {
+			j = len(keys)
+			index[k] = j
+			keys = append(keys, k)
+			counts = append(counts, 0)
+		}
+		counts[j]++
+		of[i] = int32(j)
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Strings(keys)
+	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	start := make([]int, len(keys))
+	at := 0
+	for _, j := range order {
+		start[j] = at
+		at += counts[j]
+	}
+	all := make([]porcupine.Operation, len(ops))
+	next := slices.Clone(start)
+	for i, op := range ops {
+		j := of[i]
+		all[next[j]] = op
+		next[j]++
+	}
 	parts := make([][]porcupine.Operation, len(keys))
-	for i, k := range keys {
-		parts[i] = byKey[k]
+	for i, j := range order {
+		parts[i] = all[start[j] : start[j]+counts[j] : start[j]+counts[j]]
 	}
 	return parts
 }

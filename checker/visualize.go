@@ -26,7 +26,7 @@ const (
 func WriteVisualization(ctx context.Context, path string, h *history.History, opts Options) (Result, error) {
 	res, run := checkRegister(ctx, h.Ops, opts)
 	run.info.AddAnnotations(Annotations(h))
-	if err := porcupine.VisualizePath(RegisterModel, run.info, path); err != nil {
+	if err := porcupine.VisualizePath(registerPtrModel, run.info, path); err != nil {
 		return res, fmt.Errorf("writing visualization %s: %w", path, err)
 	}
 	return res, nil
