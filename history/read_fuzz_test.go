@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,17 @@ func FuzzRead(f *testing.F) {
 		`{"kind":"nemesis","t":31,"name":"pause","phase":"start","wall":"2026-01-02T03:04:08Z"}` + "\n")
 	f.Add(small)
 	f.Add(small[:len(small)-7]) // torn last line
+	// Compressed: whole, cut short, and with a damaged block.
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	zw.Write(small)
+	zw.Close()
+	gz := zbuf.Bytes()
+	f.Add(gz)
+	f.Add(gz[:len(gz)/2])
+	damaged := bytes.Clone(gz)
+	damaged[len(damaged)/2] ^= 0x55
+	f.Add(damaged)
 	f.Add(bytes.ReplaceAll(small, []byte("\n"), []byte("\r\n")))
 	for _, s := range []string{
 		"",
@@ -57,6 +69,10 @@ func FuzzRead(f *testing.F) {
 			buf := make([]byte, 1<<20)
 			panic(fmt.Sprintf("FuzzRead hangs on %q:\n%s", data, buf[:runtime.Stack(buf, true)]))
 		}).Stop()
+		if bytes.HasPrefix(data, gzipMagic[:]) {
+			checkCompressed(t, data)
+			return
+		}
 		h, err := Read(bytes.NewReader(data))
 		lines := countLines(data)
 		if err != nil {
@@ -179,6 +195,36 @@ func checkLoaded(t *testing.T, h *History, lines int) {
 		if x > h.End {
 			t.Fatalf("an event at t=%d is after the history's end %d", x, h.End)
 		}
+	}
+}
+
+// checkCompressed checks Read of bytes that open as gzip: a stream that
+// gunzip reads to its end loads as its content does plain; one it cannot is
+// a *CorruptError (ErrCorruptGzip, or a line over the limit found first).
+func checkCompressed(t *testing.T, data []byte) {
+	t.Helper()
+	h, err := Read(bytes.NewReader(data))
+	var plain []byte
+	zr, perr := gzip.NewReader(bytes.NewReader(data))
+	if perr == nil {
+		plain, perr = io.ReadAll(io.LimitReader(zr, 64<<20))
+	}
+	if perr != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) || !(errors.Is(err, ErrCorruptGzip) || errors.Is(err, errLineTooLong)) {
+			t.Fatalf("Read of a gzip stream gunzip fails on (%v): %v, want a CorruptError", perr, err)
+		}
+		return
+	}
+	if bytes.HasPrefix(plain, gzipMagic[:]) {
+		return // compressed twice: Read decompresses once, as gunzip does
+	}
+	hp, errp := Read(bytes.NewReader(plain))
+	if diff := cmp.Diff(errString(errp), errString(err)); diff != "" {
+		t.Fatalf("compressed errs differently from plain (-plain +gz):\n%s", diff)
+	}
+	if !cmp.Equal(hp, h, historyOpts...) {
+		t.Fatalf("compressed loads differently from plain (-plain +gz):\n%s", cmp.Diff(hp, h, historyOpts...))
 	}
 }
 
