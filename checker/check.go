@@ -60,7 +60,7 @@ func registry() []checkerDef {
 			Guarantees:  watchOrderGuarantees,
 		},
 		applies: onHistoryIf(watchApplies),
-		check:   onHistory(CheckWatchOrder),
+		check:   checkWatchOrderView,
 	}, {
 		Info: Info{
 			Name:        WatchValueChecker,
@@ -68,7 +68,7 @@ func registry() []checkerDef {
 			Guarantees:  watchValueGuarantees,
 		},
 		applies: onHistoryIf(watchApplies),
-		check:   onHistory(CheckWatchValues),
+		check:   checkWatchValuesView,
 	}, {
 		Info: Info{
 			Name:        ReadAfterWatchChecker,
@@ -76,7 +76,7 @@ func registry() []checkerDef {
 			Guarantees:  readAfterWatchGuarantees,
 		},
 		applies: onHistoryIf(watchApplies),
-		check:   onHistory(CheckReadAfterWatch),
+		check:   checkReadAfterWatchView,
 	}, {
 		Info: Info{
 			Name:        ListChecker,
@@ -84,7 +84,7 @@ func registry() []checkerDef {
 			Guarantees:  listGuarantees,
 		},
 		applies: onHistoryIf(watchApplies),
-		check:   onHistory(CheckLists),
+		check:   checkListsView,
 	}, {
 		Info: Info{
 			Name:        AtMostOneChecker,
@@ -140,7 +140,7 @@ func registry() []checkerDef {
 			Guarantees:  preemptionGuarantees,
 		},
 		applies: onHistoryIf(preemptApplies),
-		check:   onHistory(CheckPreemption),
+		check:   checkPreemptionView,
 	}, {
 		Info: Info{
 			Name:        SpreadChecker,
@@ -148,7 +148,7 @@ func registry() []checkerDef {
 			Guarantees:  spreadGuarantees,
 		},
 		applies: func(v *view) bool { return v.podText(func(pi *podIndex) bool { return pi.spread }, spreadApplies) },
-		check:   onHistory(CheckSpread),
+		check:   checkSpreadView,
 	}, {
 		Info: Info{
 			Name:        NodeHealthChecker,
@@ -158,7 +158,7 @@ func registry() []checkerDef {
 		applies: func(v *view) bool {
 			return nodeLeasesRecorded(v.h) || v.podText(func(pi *podIndex) bool { return pi.taintMarked }, nodeHealthApplies)
 		},
-		check: onHistory(CheckNodeHealth),
+		check: checkNodeHealth,
 	}}
 }
 

@@ -68,13 +68,22 @@ type nodeJSON struct {
 		Taints []corev1.Taint `json:"taints"`
 	} `json:"spec"`
 	Status struct {
-		Conditions []struct {
-			Type              string `json:"type"`
-			Status            string `json:"status"`
-			Reason            string `json:"reason"`
-			LastHeartbeatTime string `json:"lastHeartbeatTime"`
-		} `json:"conditions"`
+		Conditions []nodeCondition `json:"conditions"`
 	} `json:"status"`
+}
+
+// health returns what the node-health checker reads of a node version.
+func (ni *nodeIndex) health(nv nodeVersion) (*nodeJSON, error) {
+	var n nodeJSON
+	if o := nv.obj; o != nil {
+		n.Metadata.Name, n.Spec.Taints = o.Metadata.Name, o.Spec.Taints
+		n.Status.Conditions = o.Status.Conditions
+		return &n, nil
+	}
+	if err := json.Unmarshal(ni.store[nv.store].Object, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // ready returns the node's Ready condition's status, reason and heart-beat
@@ -149,8 +158,20 @@ func nodeLeasesRecorded(h *history.History) bool {
 // it holds the controllers to are restated here, as the preemption
 // replay restates the scheduler's.
 func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkNodeHealth(ctx, v, opts)
+}
+
+func checkNodeHealth(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, NodeHealthChecker, nodeHealthGuarantees)
 	defer cancel()
+	h := v.h
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return res.finish(Unknown, fmt.Sprintf("check cancelled: %v", context.Cause(ctx)))
+	}
+	nodeAt := 0 // the next of nodes.versions
 	grace := nodeHealthGrace(h)
 	beats := map[string][]nodeHeartbeat{}
 	firstLease := map[string]int64{}
@@ -189,8 +210,10 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 				lastRenew[e.Name] = renew
 			}
 		case e.Resource == "nodes" && e.Type != history.StoreDeleted:
-			var n nodeJSON
-			if err := json.Unmarshal(e.Object, &n); err != nil {
+			nv := nodes.versions[nodeAt]
+			nodeAt++
+			n, err := nodes.health(nv)
+			if err != nil {
 				decodeErrs++
 				continue
 			}
@@ -210,6 +233,7 @@ func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Resu
 			}
 			lastReady[e.Name], lastBeat[e.Name] = status, hb
 		case e.Resource == "nodes":
+			nodeAt++
 			delete(lastReady, e.Name)
 			delete(lastBeat, e.Name)
 			taints[e.Name] = append(taints[e.Name], taintNodeState{t: e.T})

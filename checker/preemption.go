@@ -298,10 +298,21 @@ func (pc *preemptCheck) patchMayBeMissing(b *preemptBatch) bool {
 // without changing it; it answers Unknown when ctx ends or opts.Timeout
 // passes, and never Illegal when the history notes lost store events.
 func CheckPreemption(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkPreemptionView(ctx, v, opts)
+}
+
+func checkPreemptionView(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, PreemptionChecker, preemptionGuarantees)
 	defer cancel()
+	h := v.h
 	batches := preemptBatches(h)
-	pc := &preemptCheck{h: h, r: newSchedReplay(h), failedPatches: map[string][]history.APICall{}, choiceWhy: map[string]int{}}
+	r, ok := v.schedReplay(ctx)
+	if !ok {
+		return res.finish(Unknown, fmt.Sprintf("check cancelled before %s: %v", count(len(batches), "preemption"), context.Cause(ctx)))
+	}
+	pc := &preemptCheck{h: h, r: r, failedPatches: map[string][]history.APICall{}, choiceWhy: map[string]int{}}
 	for _, c := range h.API {
 		if schedWrite(c) && c.Resource == "pods" && c.Subresource == "status" && c.Verb == "patch" && c.Outcome != history.StatusOK {
 			k := c.Namespace + "/" + c.Name

@@ -407,27 +407,20 @@ func newSchedState() *schedState {
 		pdbs: map[string]*schedPDB{}, classes: map[string]schedClass{}, nominated: map[string]map[string]bool{}}
 }
 
-// apply changes the state by one store event and returns the change. An
-// event whose object does not decode is an error; the state is unchanged.
-func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) {
-	ch := schedChange{kind: schedKindOf(ev.Resource), idx: idx, t: ev.T, key: ev.Name}
-	if ev.Namespace != "" {
-		ch.key = ev.Namespace + "/" + ev.Name
+// apply changes the state by one store event, whose object d holds
+// decoded, and returns the change. An event whose object did not decode
+// (d.err) is an error; the state is unchanged.
+func (s *schedState) apply(ev *history.StoreEvent, idx int, d *schedDecoded) (schedChange, error) {
+	ch := schedChange{kind: schedKindOf(ev.Resource), idx: idx, t: ev.T, key: schedKey(ev)}
+	if d.err != nil {
+		return ch, d.err
 	}
-	deleted := ev.Type == history.StoreDeleted
 	switch ch.kind {
 	case schedPods:
-		p, err := schedDecode(ev, ch.key, "pod", decodeSchedPod)
-		if err != nil {
-			return ch, err
-		}
-		ch.podBefore, ch.podAfter = s.pods[ch.key], p
-		s.setPod(ch.key, ch.podBefore, p)
+		ch.podBefore, ch.podAfter = s.pods[ch.key], d.pod
+		s.setPod(ch.key, ch.podBefore, d.pod)
 	case schedNodes:
-		n, err := schedDecode(ev, ch.key, "node", decodeSchedNode)
-		if err != nil {
-			return ch, err
-		}
+		n := d.node
 		ch.nodeBefore, ch.nodeAfter = s.nodes[ch.key], n
 		if !ch.nodeBefore.sameForScheduling(n) {
 			s.nodeGen++
@@ -438,10 +431,7 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 			s.nodes[ch.key] = n
 		}
 	case schedPDBs:
-		pdb, err := schedDecode(ev, ch.key, "PodDisruptionBudget", decodeSchedPDB)
-		if err != nil {
-			return ch, err
-		}
+		pdb := d.pdb
 		ch.pdbBefore, ch.pdbAfter = s.pdbs[ch.key], pdb
 		if pdb == nil {
 			delete(s.pdbs, ch.key)
@@ -449,35 +439,22 @@ func (s *schedState) apply(ev history.StoreEvent, idx int) (schedChange, error) 
 			s.pdbs[ch.key] = pdb
 		}
 	case schedClasses:
-		if deleted {
+		if d.class == nil {
 			delete(s.classes, ch.key)
 			break
 		}
-		var pc struct {
-			Value            int32   `json:"value"`
-			PreemptionPolicy *string `json:"preemptionPolicy"`
-		}
-		if err := json.Unmarshal(ev.Object, &pc); err != nil {
-			return ch, fmt.Errorf("store event rv %s of PriorityClass %s: %w", ev.RV, ch.key, err)
-		}
-		s.classes[ch.key] = schedClass{value: pc.Value,
-			preemptNever: pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == string(corev1.PreemptNever)}
+		s.classes[ch.key] = *d.class
 	}
 	return ch, nil
 }
 
-// schedDecode decodes with decode the object of ev, a store event of the
-// what named key; it returns nil when ev deletes the object (decode itself
-// returns an object or an error).
-func schedDecode[T any](ev history.StoreEvent, key, what string, decode func([]byte) (*T, error)) (*T, error) {
-	if ev.Type == history.StoreDeleted {
-		return nil, nil
+// schedKey names the object of a store event: namespace/name, or the name
+// of a cluster-scoped one.
+func schedKey(ev *history.StoreEvent) string {
+	if ev.Namespace != "" {
+		return ev.Namespace + "/" + ev.Name
 	}
-	v, err := decode(ev.Object)
-	if err != nil {
-		return nil, fmt.Errorf("store event rv %s of %s %s: %w", ev.RV, what, key, err)
-	}
-	return v, nil
+	return ev.Name
 }
 
 func (s *schedState) setPod(key string, old, p *schedPod) {
@@ -683,82 +660,6 @@ func decodeSchedPDB(raw []byte) (*schedPDB, error) {
 		}
 	}
 	return pdb, nil
-}
-
-// schedReplay replays a history's store events in commit order, keeping
-// every change so that checkers can look back from any event over a window
-// of earlier states without replaying from the start.
-type schedReplay struct {
-	events []history.StoreEvent
-	// times[i] is the largest recorder time among events[:i+1]: the events
-	// are in commit (resourceVersion) order, and one resource's recording
-	// may trail another's a little, so times are made monotonic for window
-	// searches.
-	times []int64
-	// rvs[i] is events[i]'s resourceVersion.
-	rvs     []uint64
-	state   *schedState
-	changes []schedChange
-	next    int
-}
-
-// newSchedReplay orders h's store events of pods, nodes, budgets and
-// priority classes by resourceVersion (the store's commit order; each
-// resource is recorded by its own watch, so the history's order
-// interleaves them loosely) and starts from the empty state.
-func newSchedReplay(h *history.History) *schedReplay {
-	evs := make([]history.StoreEvent, 0, len(h.Store))
-	for _, ev := range h.Store {
-		if schedKindOf(ev.Resource) != schedOther {
-			evs = append(evs, ev)
-		}
-	}
-	rv := func(e history.StoreEvent) uint64 {
-		n, err := strconv.ParseUint(e.RV, 10, 64)
-		if err != nil {
-			return 0
-		}
-		return n
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return rv(evs[i]) < rv(evs[j]) })
-	r := &schedReplay{events: evs, times: make([]int64, len(evs)), rvs: make([]uint64, len(evs)),
-		state: newSchedState(), changes: make([]schedChange, 0, len(evs))}
-	var hi int64
-	for i, ev := range evs {
-		hi = max(hi, ev.T)
-		r.times[i] = hi
-		r.rvs[i] = rv(ev)
-	}
-	return r
-}
-
-// step applies the next event and returns its change; false when none is
-// left. A change that did not decode is kept as an empty change, so that
-// indexes stay aligned, and returned with the error.
-func (r *schedReplay) step() (*schedChange, bool, error) {
-	if r.next >= len(r.events) {
-		return nil, false, nil
-	}
-	i := r.next
-	r.next++
-	ch, err := r.state.apply(r.events[i], i)
-	if err != nil {
-		ch = schedChange{kind: schedOther, idx: i, t: r.events[i].T}
-	}
-	r.changes = append(r.changes, ch)
-	return &r.changes[i], true, err
-}
-
-// firstFromRV returns the index of the first event of resourceVersion rv
-// or later.
-func (r *schedReplay) firstFromRV(rv uint64) int {
-	return sort.Search(len(r.rvs), func(i int) bool { return r.rvs[i] >= rv })
-}
-
-// firstAtOrAfter returns the index of the first event recorded at or after
-// t.
-func (r *schedReplay) firstAtOrAfter(t int64) int {
-	return sort.Search(len(r.times), func(i int) bool { return r.times[i] >= t })
 }
 
 // schedLostEvents reports whether the history notes store events that were

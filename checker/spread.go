@@ -60,9 +60,20 @@ const spreadMaxNodeVersions = 64
 // it answers Unknown when ctx ends or opts.Timeout passes, and never
 // Illegal when the history notes lost store events.
 func CheckSpread(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkSpreadView(ctx, v, opts)
+}
+
+func checkSpreadView(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, SpreadChecker, spreadGuarantees)
 	defer cancel()
-	sc := &spreadCheck{h: h, r: newSchedReplay(h), binds: schedBindCalls(h)}
+	h := v.h
+	r, ok := v.schedReplay(ctx)
+	if !ok {
+		return res.finish(Unknown, fmt.Sprintf("check cancelled before the bindings: %v", context.Cause(ctx)))
+	}
+	sc := &spreadCheck{h: h, r: r, binds: schedBindCalls(h)}
 	stop := stopper{ctx: ctx}
 	var illegal []Evidence
 	nIllegal, unjudged, decodeErrs, stale := 0, 0, 0, 0

@@ -30,6 +30,12 @@ type view struct {
 	nodePart    part[*nodeIndex]
 	runPart     part[[]run]
 	creatorPart part[*podCreators]
+	schedPart   part[*schedObjects]
+
+	// watched holds the committed history of each watched set, built on
+	// first use under watchMu.
+	watchMu sync.Mutex
+	watched map[watchSet]*committed
 }
 
 // partTime is how long building one part of a view took.

@@ -340,11 +340,22 @@ func describeChanges(cs []change) string {
 	return strings.Join(parts, ", ")
 }
 
-// committedFor builds the committed history of every set once.
-func committedFor(h *history.History, sets []watchSet) map[watchSet]*committed {
+// committedFor returns the committed history of every set, each built
+// once per view.
+func committedFor(v *view, sets []watchSet) map[watchSet]*committed {
+	v.watchMu.Lock()
+	defer v.watchMu.Unlock()
+	if v.watched == nil {
+		v.watched = map[watchSet]*committed{}
+	}
 	out := make(map[watchSet]*committed, len(sets))
 	for _, s := range sets {
-		out[s] = newCommitted(h, s)
+		c := v.watched[s]
+		if c == nil {
+			c = newCommitted(v.h, s)
+			v.watched[s] = c
+		}
+		out[s] = c
 	}
 	return out
 }

@@ -36,9 +36,16 @@ var (
 // no watch or no committed history of the watched set, or when no read
 // began after a delivery the committed history covers.
 func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkReadAfterWatchView(ctx, v, opts)
+}
+
+func checkReadAfterWatchView(ctx context.Context, v *view, opts Options) Result {
+	h := v.h
 	res, ctx, cancel := startCheck(ctx, opts, ReadAfterWatchChecker, readAfterWatchGuarantees)
 	defer cancel()
-	rd, unknown := newWatchReads(h)
+	rd, unknown := newWatchReads(v)
 	if unknown != "" {
 		return res.finish(Unknown, unknown)
 	}
@@ -185,9 +192,16 @@ func readAfterWatchEvidence(h *history.History, c *committed, op *history.Op, ke
 // ctx ends or opts.Timeout passes first, when h records no watch or no
 // committed history of the namespace, or when no list is covered.
 func CheckLists(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkListsView(ctx, v, opts)
+}
+
+func checkListsView(ctx context.Context, v *view, opts Options) Result {
+	h := v.h
 	res, ctx, cancel := startCheck(ctx, opts, ListChecker, listGuarantees)
 	defer cancel()
-	rd, unknown := newWatchReads(h)
+	rd, unknown := newWatchReads(v)
 	if unknown != "" {
 		return res.finish(Unknown, unknown)
 	}
@@ -372,12 +386,13 @@ func (rd *watchReads) presentForLists(h *history.History) map[int][]string {
 	return out
 }
 
-func newWatchReads(h *history.History) (*watchReads, string) {
+func newWatchReads(v *view) (*watchReads, string) {
+	h := v.h
 	byName, names, sets, _ := watchers(h)
 	if len(names) == 0 {
 		return nil, "not checked: the history records no watch"
 	}
-	rd := &watchReads{committed: committedFor(h, sets), times: map[watchSet][]int64{}, best: map[watchSet][]*delivery{}}
+	rd := &watchReads{committed: committedFor(v, sets), times: map[watchSet][]int64{}, best: map[watchSet][]*delivery{}}
 	var missing []string
 	for _, s := range sets {
 		if c := rd.committed[s]; !c.recorded {

@@ -38,9 +38,15 @@ var (
 // watch, no committed history of the watched set, or no delivery the
 // committed history covers.
 func CheckWatchOrder(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkWatchOrderView(ctx, v, opts)
+}
+
+func checkWatchOrderView(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, WatchOrderChecker, watchOrderGuarantees)
 	defer cancel()
-	f, unknown := judgeStreams(ctx, h, opts)
+	f, unknown := judgeStreams(ctx, v, opts)
 	res.Stats = Stats{Ops: f.deliveries, Checked: f.orderJudged, Keys: f.watchers}
 	res.Figures = f.figures()
 	switch {
@@ -67,9 +73,15 @@ func CheckWatchOrder(ctx context.Context, h *history.History, opts Options) Resu
 // deletion's object is the object's last state). It shares CheckWatchOrder's
 // pass and its bounds, and answers Unknown in the same cases.
 func CheckWatchValues(ctx context.Context, h *history.History, opts Options) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	return checkWatchValuesView(ctx, v, opts)
+}
+
+func checkWatchValuesView(ctx context.Context, v *view, opts Options) Result {
 	res, ctx, cancel := startCheck(ctx, opts, WatchValueChecker, watchValueGuarantees)
 	defer cancel()
-	f, unknown := judgeStreams(ctx, h, opts)
+	f, unknown := judgeStreams(ctx, v, opts)
 	res.Stats = Stats{Ops: f.events, Checked: f.valueJudged, Keys: f.watchers}
 	switch {
 	case unknown != "":
@@ -137,14 +149,15 @@ func (f *streamFindings) notJudgedNote() string {
 
 // judgeStreams runs the pass of CheckWatchOrder and CheckWatchValues. unknown
 // is non-empty when there is nothing to judge against.
-func judgeStreams(ctx context.Context, h *history.History, opts Options) (f *streamFindings, unknown string) {
+func judgeStreams(ctx context.Context, v *view, opts Options) (f *streamFindings, unknown string) {
+	h := v.h
 	f = &streamFindings{}
 	byName, names, sets, orphans := watchers(h)
 	f.watchers, f.orphans = len(names), orphans
 	if len(names) == 0 {
 		return f, "not checked: the history records no watch"
 	}
-	cs := committedFor(h, sets)
+	cs := committedFor(v, sets)
 	var missing []string
 	for _, s := range sets {
 		if c := cs[s]; !c.recorded {
