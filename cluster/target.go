@@ -111,7 +111,7 @@ func (e *embedded) Components() []target.Component {
 	}
 	if cfg.Kubelets {
 		for _, n := range cfg.Topology.Nodes {
-			out = append(out, target.Component{Name: KubeletComponent(n.Name), Role: target.RoleKubelet, Host: n.Name, Member: -1, Node: n.Name})
+			out = append(out, target.Component{Name: KubeletComponent(n.Name), Role: target.RoleKubelet, Host: n.Name, Member: -1, Node: n.Name, Zone: n.Labels[LabelZone]})
 		}
 	}
 	out = append(out, target.Component{Name: ComponentStorage, Role: target.RoleStorage, Host: StorageHost, Member: -1})

@@ -51,8 +51,8 @@ func kubeLike(can map[target.Capability][]target.Role) *fakeTarget {
 	f.comps = append(f.comps,
 		target.Component{Name: "kube-scheduler", Role: target.RoleScheduler, Host: "sched", Member: -1},
 		target.Component{Name: "kube-controller-manager", Role: target.RoleController, Host: "kcm", Member: -1},
-		target.Component{Name: "kubelet/n0", Role: target.RoleKubelet, Host: "n0", Member: -1, Node: "n0"},
-		target.Component{Name: "kubelet/n1", Role: target.RoleKubelet, Host: "n1", Member: -1, Node: "n1"},
+		target.Component{Name: "kubelet/n0", Role: target.RoleKubelet, Host: "n0", Member: -1, Node: "n0", Zone: "zone-a"},
+		target.Component{Name: "kubelet/n1", Role: target.RoleKubelet, Host: "n1", Member: -1, Node: "n1", Zone: "zone-b"},
 		target.Component{Name: "storage", Role: target.RoleStorage, Host: "nfs", Member: -1},
 	)
 	return f
@@ -340,7 +340,7 @@ func TestFakeAvailability(t *testing.T) {
 		{"no pause", richTarget{kubeLike(without(target.Pause))},
 			faultNames(fencing, ring, "pause-kubelet", "pause-controller", "pause-scheduler")},
 		{"no network", richTarget{kubeLike(without(target.Network))},
-			faultNames(append([]string{fencing, ring, "partition-node", "partition-node-node", "partition-storage", "one-way-node"}, cpPartitions...)...)},
+			faultNames(append([]string{fencing, ring, "partition-node", "partition-node-node", "partition-storage", "partition-zone", "one-way-node"}, cpPartitions...)...)},
 		{"no clock, slow, power, failpoint", richTarget{kubeLike(without(target.Clock, target.SlowApply, target.Power, target.Failpoint))},
 			faultNames(fencing, ring, "clock-skew", "clock-jump", "clock-strobe", "slow-leader", "slow-member", "lose-node", "failpoint")},
 		// The capabilities without the interfaces that carry them offer

@@ -10,6 +10,8 @@
 //     majority-minority, bridge, ring, one-way-member, api-store);
 //   - node-partition: shapes that involve worker nodes (partition-node,
 //     partition-node-node, partition-storage, one-way-node);
+//   - partition-zone (a name of its own): every node of one topology zone
+//     cut from the control plane at once;
 //   - kill: crashes and restarts (kill-member, kill-leader, kill-kubelet,
 //     kill-scheduler, kill-controller, kill-controllers, kill-fencing);
 //   - pause: stopped processes (pause-kubelet, pause-controller,

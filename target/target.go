@@ -67,6 +67,9 @@ type Component struct {
 	Member int `json:"member"`
 	// Node is the node a kubelet runs ("" for the control plane).
 	Node string `json:"node,omitempty"`
+	// Zone is a kubelet's node's topology zone (its
+	// topology.kubernetes.io/zone label), "" when it has none.
+	Zone string `json:"zone,omitempty"`
 }
 
 // Link is one direction of traffic between two hosts: cut, the packets From

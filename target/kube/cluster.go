@@ -536,6 +536,17 @@ func (c *Cluster) AddNode(ctx context.Context, node string) error {
 	return err
 }
 
+// setZone records the topology zone of node's kubelet component.
+func (c *Cluster) setZone(node, zone string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.comps {
+		if c.comps[i].Role == target.RoleKubelet && c.comps[i].Node == node {
+			c.comps[i].Zone = zone
+		}
+	}
+}
+
 // KubeletComponent is the component name of node's kubelet.
 func KubeletComponent(node string) string { return "kubelet/" + node }
 

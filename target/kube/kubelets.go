@@ -85,6 +85,7 @@ func (c *Cluster) StartKubelets(ctx context.Context, nodes []NodeSpec, opts Kube
 		if err := c.AddNode(ctx, n.Name); err != nil {
 			return err
 		}
+		c.setZone(n.Name, n.Labels[cluster.LabelZone])
 		// Its containers write their volumes to the storage server, when
 		// there is one.
 		rt := kubelet.NewSimRuntime(n.Name, nil, opts.Ledger)
