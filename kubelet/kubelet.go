@@ -24,6 +24,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"log/slog"
 	"sync"
 	"time"
@@ -193,6 +194,9 @@ type Kubelet struct {
 	// csiResolved are each pod's claims resolved to their CSI volumes.
 	csiResolved map[types.UID][]csiVolume
 	statusKick  chan struct{}
+	// lastLease is the node's Lease as runLease last wrote it (only its
+	// goroutine uses it).
+	lastLease *coordinationv1.Lease
 }
 
 // New validates cfg and returns a kubelet ready to Run.

@@ -18,7 +18,7 @@ import (
 // concurrent use.
 type SimRuntime struct {
 	node   string
-	clock  clock.WithTicker
+	clock  clock.WithTickerAndDelayedExecution
 	ledger Ledger
 
 	seq     atomic.Uint64
@@ -37,7 +37,7 @@ var (
 
 // NewSimRuntime returns a simulated runtime for node. A nil clock is the real
 // clock; a nil ledger discards entries.
-func NewSimRuntime(node string, clk clock.WithTicker, ledger Ledger) *SimRuntime {
+func NewSimRuntime(node string, clk clock.WithTickerAndDelayedExecution, ledger Ledger) *SimRuntime {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -54,9 +54,13 @@ type simContainer struct {
 	script Script
 	id     ContainerID
 
-	term  chan Signal   // TERM and KILL requests, buffered
-	power chan struct{} // closed when the node loses power
-	done  chan struct{}
+	done chan struct{} // closed once it exited
+
+	// The container's process is timers rather than a goroutine: run ends
+	// it after the script's run time, stop after a TERM it obeys late.
+	// Guarded by mu.
+	run, stop clock.Timer
+	stopping  bool // a TERM is being obeyed (stop is set)
 
 	mu     sync.Mutex
 	status ContainerStatus
@@ -96,8 +100,7 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 		return "", err
 	}
 	id := ContainerID(r.node + "-" + strconv.FormatUint(r.seq.Add(1), 10))
-	c := &simContainer{rt: r, cfg: cfg, script: script, id: id,
-		term: make(chan Signal, 4), power: make(chan struct{}), done: make(chan struct{})}
+	c := &simContainer{rt: r, cfg: cfg, script: script, id: id, done: make(chan struct{})}
 	c.status = ContainerStatus{ID: id, Namespace: cfg.Namespace, Pod: cfg.Pod, UID: cfg.UID,
 		Container: cfg.Container.Name, Init: cfg.Init, Attempt: cfg.Attempt, Running: true,
 		StartedAt: r.clock.Now()}
@@ -117,7 +120,7 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 	// Recorded under the lock, so a power-off never precedes the start.
 	r.record(&cfg, ActionStart, 0, 0)
 	r.mu.Unlock()
-	go c.run()
+	c.begin()
 	if script.WriteEvery > 0 && len(cfg.Volumes) > 0 && storage != nil {
 		go c.write(storage)
 	}
@@ -184,11 +187,14 @@ func (r *SimRuntime) PowerOff() {
 	r.mu.Unlock()
 	for _, c := range cs {
 		c.mu.Lock()
-		if c.status.Running {
+		running := c.status.Running
+		if running {
 			r.record(&c.cfg, ActionPowerOff, 0, 0)
-			close(c.power)
 		}
 		c.mu.Unlock()
+		if running {
+			c.exit(ExitCodeKill, "PowerOff")
+		}
 	}
 	for _, c := range cs {
 		select {
@@ -222,53 +228,52 @@ func (c *simContainer) running() bool {
 	return c.status.Running
 }
 
-func (c *simContainer) run() {
-	var runC <-chan time.Time
-	if !c.script.Forever {
-		t := c.rt.clock.NewTimer(c.script.Run)
-		defer t.Stop()
-		runC = t.C()
+// begin starts the container's run time: it exits by itself when the
+// script's run time has passed, unless it runs forever.
+func (c *simContainer) begin() {
+	if c.script.Forever {
+		return
 	}
-	var stopC <-chan time.Time
-	termC := c.term
-	for {
-		select {
-		case <-c.rt.closed:
-			return
-		case <-c.power:
-			c.exit(ExitCodeKill, "PowerOff")
-			return
-		case <-runC:
-			reason := "Completed"
-			if c.script.Exit != 0 {
-				reason = "Error"
-			}
-			c.exit(c.script.Exit, reason)
-			return
-		case <-stopC:
-			c.exit(ExitCodeTerm, "Error")
-			return
-		case sig := <-termC:
-			if sig == SignalKill {
-				c.exit(ExitCodeKill, "Error")
-				return
-			}
-			if c.script.IgnoreTerm || stopC != nil {
-				continue
-			}
-			if c.script.StopAfterTerm == 0 {
-				c.exit(ExitCodeTerm, "Error")
-				return
-			}
-			t := c.rt.clock.NewTimer(c.script.StopAfterTerm)
-			defer t.Stop()
-			stopC = t.C()
-		}
+	reason := "Completed"
+	if c.script.Exit != 0 {
+		reason = "Error"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.run = c.rt.clock.AfterFunc(c.script.Run, func() { c.exit(c.script.Exit, reason) })
+}
+
+// signal delivers sig to the running container (c.mu held) and reports
+// whether the container exits of it now; a TERM it obeys late arms stop.
+func (c *simContainer) signalLocked(sig Signal) (exitNow bool) {
+	switch {
+	case sig == SignalKill:
+		return true
+	case c.script.IgnoreTerm || c.stopping:
+		return false
+	case c.script.StopAfterTerm == 0:
+		return true
+	default:
+		c.stopping = true
+		c.stop = c.rt.clock.AfterFunc(c.script.StopAfterTerm, func() { c.exit(ExitCodeTerm, "Error") })
+		return false
 	}
 }
 
+// exit ends the container with code, once: a later call (a timer racing a
+// KILL) does nothing. Once the runtime is closed nothing exits, as when the
+// node vanished with the test.
 func (c *simContainer) exit(code int, reason string) {
 	c.mu.Lock()
+	if !c.status.Running || c.rt.isClosed() {
+		c.mu.Unlock()
+		return
+	}
+	for _, t := range []clock.Timer{c.run, c.stop} {
+		if t != nil {
+			t.Stop()
+		}
+	}
 	c.status.Running = false
 	c.status.ExitCode = code
 	c.status.Reason = reason
@@ -325,8 +330,8 @@ func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, gra
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.status.Running {
+		c.mu.Unlock()
 		return nil
 	}
 	action := ActionTerm
@@ -336,10 +341,16 @@ func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, gra
 	// Recorded before delivery, so the ledger never shows an exit caused by
 	// a signal ahead of the signal itself.
 	r.record(&c.cfg, action, 0, grace)
-	select {
-	case c.term <- sig:
-	default: // enough signals queued; the container is going anyway
+	code := ExitCodeTerm
+	if sig == SignalKill {
+		code = ExitCodeKill
 	}
+	if c.signalLocked(sig) {
+		c.mu.Unlock()
+		c.exit(code, "Error")
+		return nil
+	}
+	c.mu.Unlock()
 	return nil
 }
 
