@@ -1,14 +1,17 @@
 package raftstore
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/raft"
 	"github.com/pingcap/failpoint"
@@ -31,6 +34,95 @@ type command struct {
 	Key  Key             `json:"key"`
 	Data json.RawMessage `json:"data,omitempty"`
 	Pre  Preconditions   `json:"pre,omitzero"`
+}
+
+// decodeCommand decodes an encoded command as json.Unmarshal does. The
+// layout encoding/json writes a command in (Store.write) is read in one pass
+// that validates as it goes; anything else is left to json.Unmarshal.
+func decodeCommand(b []byte) (command, error) {
+	if cmd, ok := scanCommand(b); ok {
+		return cmd, nil
+	}
+	var cmd command
+	err := json.Unmarshal(b, &cmd)
+	return cmd, err
+}
+
+// scanCommand is decodeCommand's one pass. cmd.Data points into b.
+func scanCommand(b []byte) (cmd command, ok bool) {
+	var buf [4]jsonMember
+	ms, ok := scanObject(b, buf[:0])
+	if !ok || !sortMembers(ms) {
+		return command{}, false
+	}
+	for _, m := range ms {
+		switch string(m.key) {
+		case "op":
+			op, ok := plainString(m.val)
+			if !ok {
+				return command{}, false
+			}
+			cmd.Op = opCode(op)
+		case "key":
+			var kbuf [3]jsonMember
+			km, ok := scanObject(m.val, kbuf[:0])
+			if !ok || !sortMembers(km) {
+				return command{}, false
+			}
+			for _, k := range km {
+				v, ok := plainString(k.val)
+				if !ok {
+					return command{}, false
+				}
+				switch string(k.key) {
+				case "resource":
+					cmd.Key.Resource = v
+				case "namespace":
+					cmd.Key.Namespace = v
+				case "name":
+					cmd.Key.Name = v
+				default:
+					return command{}, false
+				}
+			}
+		case "data":
+			cmd.Data = m.val
+		case "pre":
+			var pbuf [2]jsonMember
+			pm, ok := scanObject(m.val, pbuf[:0])
+			if !ok || !sortMembers(pm) {
+				return command{}, false
+			}
+			for _, p := range pm {
+				switch string(p.key) {
+				case "resourceVersion":
+					rv, err := strconv.ParseUint(string(p.val), 10, 64)
+					if err != nil {
+						return command{}, false
+					}
+					cmd.Pre.ResourceVersion = rv
+				case "uid":
+					if cmd.Pre.UID, ok = plainString(p.val); !ok {
+						return command{}, false
+					}
+				default:
+					return command{}, false
+				}
+			}
+		default:
+			return command{}, false
+		}
+	}
+	return cmd, true
+}
+
+// plainString returns the content of a raw JSON string that has no escapes
+// and is valid UTF-8: what json.Unmarshal decodes it to.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // applyResult is what fsm.Apply returns for a command: the written (or
@@ -87,8 +179,8 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		time.Sleep(d)
 	}
-	var cmd command
-	if err := json.Unmarshal(l.Data, &cmd); err != nil {
+	cmd, err := decodeCommand(l.Data)
+	if err != nil {
 		f.mu.Lock()
 		f.setAppliedLocked(l.Index)
 		f.mu.Unlock()
@@ -115,14 +207,11 @@ func (f *fsm) applyLocked(cmd command, index uint64) (Event, error) {
 		if exists {
 			return Event{}, ErrExists
 		}
-		d, err := parseDoc(cmd.Data)
+		data, uid, err := createdDoc(cmd.Key, cmd.Data, index)
 		if err != nil {
 			return Event{}, err
 		}
-		d.set(fieldGeneration, 1)
-		d.set(fieldResourceVersion, fmt.Sprint(index))
-		obj := f.put(cmd.Key, d, index)
-		return Event{Type: Added, Object: obj}, nil
+		return Event{Type: Added, Object: f.put(cmd.Key, data, uid, index)}, nil
 
 	case opUpdate:
 		if !exists {
@@ -131,24 +220,11 @@ func (f *fsm) applyLocked(cmd command, index uint64) (Event, error) {
 		if err := checkPreconditions(old, cmd.Pre); err != nil {
 			return Event{}, err
 		}
-		d, err := parseDoc(cmd.Data)
+		data, uid, err := updatedDoc(cmd.Key, old.data, cmd.Data, index)
 		if err != nil {
 			return Event{}, err
 		}
-		prev, err := parseDoc(old.data)
-		if err != nil {
-			return Event{}, err
-		}
-		d.copyField(prev, fieldUID)
-		d.copyField(prev, fieldCreationTimestamp)
-		gen := prev.int(fieldGeneration)
-		if bumpsGeneration(prev, d) {
-			gen++
-		}
-		d.set(fieldGeneration, gen)
-		d.set(fieldResourceVersion, fmt.Sprint(index))
-		obj := f.put(cmd.Key, d, index)
-		return Event{Type: Modified, Object: obj}, nil
+		return Event{Type: Modified, Object: f.put(cmd.Key, data, uid, index)}, nil
 
 	case opDelete:
 		if !exists {
@@ -167,21 +243,16 @@ func (f *fsm) applyLocked(cmd command, index uint64) (Event, error) {
 	return Event{}, fmt.Errorf("%w: unknown command %q", ErrInvalid, cmd.Op)
 }
 
-// put stores the encoded doc under key at index, with metadata.name and
-// metadata.namespace filled in from the key.
-func (f *fsm) put(key Key, d *doc, index uint64) Object {
-	d.set(fieldName, key.Name)
-	if key.Namespace != "" {
-		d.set(fieldNamespace, key.Namespace)
-	}
-	s := stored{data: d.encode(), rv: index, uid: d.str(fieldUID)}
+// put stores data (the object's stored form, see createdDoc) under key at
+// index.
+func (f *fsm) put(key Key, data []byte, uid string, index uint64) Object {
 	byKey := f.objects[key.Resource]
 	if byKey == nil {
 		byKey = map[Key]stored{}
 		f.objects[key.Resource] = byKey
 	}
-	byKey[key] = s
-	return Object{Key: key, Data: s.data, RV: index}
+	byKey[key] = stored{data: data, rv: index, uid: uid}
+	return Object{Key: key, Data: data, RV: index}
 }
 
 // checkPreconditions returns ErrConflict if pre does not hold for cur.

@@ -13,7 +13,7 @@ import (
 
 // The store treats objects generically: it reads and writes only these
 // metadata fields and keeps everything else byte for byte (modulo key order,
-// which becomes sorted). In particular graceful-deletion state
+// which becomes sorted, and spacing; see canonical.go). In particular graceful-deletion state
 // (metadata.deletionTimestamp, metadata.deletionGracePeriodSeconds,
 // finalizers) is whatever the last Update wrote; enforcing the deletion rules
 // is the API server's job.
@@ -55,10 +55,14 @@ func parseDoc(data []byte) (*doc, error) {
 // checkKey verifies that metadata.name and metadata.namespace, when present,
 // agree with the key the object is stored under.
 func (d *doc) checkKey(k Key) error {
-	if name := d.str(fieldName); name != "" && name != k.Name {
+	return checkNameAndNamespace(d.str(fieldName), d.str(fieldNamespace), k)
+}
+
+func checkNameAndNamespace(name, ns string, k Key) error {
+	if name != "" && name != k.Name {
 		return fmt.Errorf("%w: metadata.name %q does not match key %s", ErrInvalid, name, k)
 	}
-	if ns := d.str(fieldNamespace); ns != "" && ns != k.Namespace {
+	if ns != "" && ns != k.Namespace {
 		return fmt.Errorf("%w: metadata.namespace %q does not match key %s", ErrInvalid, ns, k)
 	}
 	return nil
@@ -124,6 +128,17 @@ func (d *doc) encode() []byte {
 
 // withResourceVersion returns data with metadata.resourceVersion set to rv.
 func withResourceVersion(data []byte, rv uint64) []byte {
+	if v, ok := viewDoc(data); ok {
+		return v.withResourceVersion(rv)
+	}
+	return withResourceVersionGeneral(data, rv)
+}
+
+func (v *docView) withResourceVersion(rv uint64) []byte {
+	return v.encode(metaEdit{fieldResourceVersion, jsonUintString(rv)})
+}
+
+func withResourceVersionGeneral(data []byte, rv uint64) []byte {
 	d, err := parseDoc(data)
 	if err != nil {
 		// Stored objects were validated when written.
@@ -139,11 +154,17 @@ func withResourceVersion(data []byte, rv uint64) []byte {
 // and when a graceful deletion begins (deletionTimestamp set for the first
 // time), so that controllers comparing observedGeneration see it.
 func bumpsGeneration(old, new *doc) bool {
-	if !old.has(fieldDeletionTimestamp) && new.has(fieldDeletionTimestamp) {
-		return true
-	}
 	a, aok := old.top[fieldSpec]
 	b, bok := new.top[fieldSpec]
+	return generationBumps(old.has(fieldDeletionTimestamp), new.has(fieldDeletionTimestamp), a, aok, b, bok)
+}
+
+// generationBumps is bumpsGeneration on the parts it reads: whether each
+// version has a deletionTimestamp, and each version's raw spec.
+func generationBumps(oldDeleting, newDeleting bool, a []byte, aok bool, b []byte, bok bool) bool {
+	if !oldDeleting && newDeleting {
+		return true
+	}
 	if aok != bok {
 		return true
 	}
@@ -168,6 +189,21 @@ func decodeAny(raw []byte) any {
 // proposing member (uid, creationTimestamp), so that Apply needs neither a
 // clock nor randomness.
 func prepareCreate(key Key, data []byte, uid string, now time.Time) ([]byte, error) {
+	created := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+	if v, ok := viewDoc(data); ok {
+		return v.prepareCreate(key, uid, created)
+	}
+	return prepareCreateGeneral(key, data, uid, created)
+}
+
+func (v *docView) prepareCreate(key Key, uid, created string) ([]byte, error) {
+	if err := v.checkKey(key); err != nil {
+		return nil, err
+	}
+	return v.encode(metaEdit{fieldUID, jsonString(uid)}, metaEdit{fieldCreationTimestamp, jsonString(created)}), nil
+}
+
+func prepareCreateGeneral(key Key, data []byte, uid, created string) ([]byte, error) {
 	d, err := parseDoc(data)
 	if err != nil {
 		return nil, err
@@ -176,17 +212,119 @@ func prepareCreate(key Key, data []byte, uid string, now time.Time) ([]byte, err
 		return nil, err
 	}
 	d.set(fieldUID, uid)
-	d.set(fieldCreationTimestamp, now.UTC().Truncate(time.Second).Format(time.RFC3339))
+	d.set(fieldCreationTimestamp, created)
 	return d.encode(), nil
 }
 
 // validateUpdate checks that data is an object that may be stored under key.
 func validateUpdate(key Key, data []byte) error {
+	if v, ok := viewDoc(data); ok {
+		return v.checkKey(key)
+	}
 	d, err := parseDoc(data)
 	if err != nil {
 		return err
 	}
 	return d.checkKey(key)
+}
+
+// createdDoc is what Apply stores for a create of data under key at index:
+// data with metadata.generation 1, metadata.resourceVersion index and
+// metadata.name and metadata.namespace from key; and its uid.
+func createdDoc(key Key, data []byte, index uint64) ([]byte, string, error) {
+	if v, ok := viewDoc(data); ok {
+		out, uid := v.created(key, index)
+		return out, uid, nil
+	}
+	return createdDocGeneral(key, data, index)
+}
+
+func (v *docView) created(key Key, index uint64) ([]byte, string) {
+	var buf [4]metaEdit
+	edits := append(buf[:0],
+		metaEdit{fieldGeneration, []byte("1")},
+		metaEdit{fieldResourceVersion, jsonUintString(index)},
+		metaEdit{fieldName, jsonString(key.Name)})
+	if key.Namespace != "" {
+		edits = append(edits, metaEdit{fieldNamespace, jsonString(key.Namespace)})
+	}
+	return v.encode(edits...), v.str(fieldUID)
+}
+
+func createdDocGeneral(key Key, data []byte, index uint64) ([]byte, string, error) {
+	d, err := parseDoc(data)
+	if err != nil {
+		return nil, "", err
+	}
+	d.set(fieldGeneration, 1)
+	d.set(fieldResourceVersion, strconv.FormatUint(index, 10))
+	setKey(d, key)
+	return d.encode(), d.str(fieldUID), nil
+}
+
+// updatedDoc is what Apply stores for an update of prev (stored) to data
+// under key at index: data with uid and creationTimestamp kept from prev,
+// the generation carried over (and incremented, see bumpsGeneration), the
+// resourceVersion index and name and namespace from key; and its uid.
+func updatedDoc(key Key, prev, data []byte, index uint64) ([]byte, string, error) {
+	if v, ok := viewDoc(data); ok {
+		if p, ok := viewDoc(prev); ok {
+			out, uid := v.updated(key, &p, index)
+			return out, uid, nil
+		}
+	}
+	return updatedDocGeneral(key, prev, data, index)
+}
+
+func (v *docView) updated(key Key, prev *docView, index uint64) ([]byte, string) {
+	uid, _ := prev.metaRaw(fieldUID)
+	created, _ := prev.metaRaw(fieldCreationTimestamp)
+	a, aok := prev.topRaw(fieldSpec)
+	b, bok := v.topRaw(fieldSpec)
+	gen := prev.int(fieldGeneration)
+	if generationBumps(prev.has(fieldDeletionTimestamp), v.has(fieldDeletionTimestamp), a, aok, b, bok) {
+		gen++
+	}
+	var buf [6]metaEdit
+	edits := append(buf[:0],
+		metaEdit{fieldUID, uid},
+		metaEdit{fieldCreationTimestamp, created},
+		metaEdit{fieldGeneration, strconv.AppendInt(nil, gen, 10)},
+		metaEdit{fieldResourceVersion, jsonUintString(index)},
+		metaEdit{fieldName, jsonString(key.Name)})
+	if key.Namespace != "" {
+		edits = append(edits, metaEdit{fieldNamespace, jsonString(key.Namespace)})
+	}
+	return v.encode(edits...), rawString(uid)
+}
+
+func updatedDocGeneral(key Key, prev, data []byte, index uint64) ([]byte, string, error) {
+	d, err := parseDoc(data)
+	if err != nil {
+		return nil, "", err
+	}
+	old, err := parseDoc(prev)
+	if err != nil {
+		return nil, "", err
+	}
+	d.copyField(old, fieldUID)
+	d.copyField(old, fieldCreationTimestamp)
+	gen := old.int(fieldGeneration)
+	if bumpsGeneration(old, d) {
+		gen++
+	}
+	d.set(fieldGeneration, gen)
+	d.set(fieldResourceVersion, strconv.FormatUint(index, 10))
+	setKey(d, key)
+	return d.encode(), d.str(fieldUID), nil
+}
+
+// setKey sets metadata.name, and metadata.namespace when the key has one.
+func setKey(d *doc, key Key) {
+	d.set(fieldName, key.Name)
+	if key.Namespace != "" {
+		d.set(fieldNamespace, key.Namespace)
+	}
 }
 
 // newUUID returns a random (version 4) UUID.
