@@ -424,33 +424,9 @@ func validatePodUpdate(old, pod *corev1.Pod) field.ErrorList {
 // (PR-2): an unknown class is refused, no class means the global default
 // class or 0, and a client-chosen integer must agree with the class.
 func (s *Server) admitPodPriority(ctx context.Context, pod *corev1.Pod) error {
-	var class *schedulingv1.PriorityClass
-	if name := pod.Spec.PriorityClassName; name != "" {
-		stored, err := s.store.Get(ctx, raftstore.Key{Resource: storeResource(grPriorityClasses), Name: name})
-		if errors.Is(err, raftstore.ErrNotFound) {
-			return apierrors.NewForbidden(grPods, pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
-		}
-		if err != nil {
-			return storeError(err, grPriorityClasses, name)
-		}
-		class = &schedulingv1.PriorityClass{}
-		if err := json.Unmarshal(stored.Data, class); err != nil {
-			return apierrors.NewInternalError(err)
-		}
-	} else {
-		objs, _, err := s.store.List(ctx, storeResource(grPriorityClasses), "")
-		if err != nil {
-			return storeError(err, grPriorityClasses, "")
-		}
-		for _, o := range objs {
-			pc := &schedulingv1.PriorityClass{}
-			if err := json.Unmarshal(o.Data, pc); err != nil {
-				return apierrors.NewInternalError(err)
-			}
-			if pc.GlobalDefault && (class == nil || pc.Value < class.Value) {
-				class = pc
-			}
-		}
+	class, err := s.podPriorityClass(ctx, pod)
+	if err != nil {
+		return err
 	}
 	var priority int32
 	policy := corev1.PreemptLowerPriority
@@ -473,12 +449,56 @@ func (s *Server) admitPodPriority(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
+// podPriorityClass returns the class a new pod gets: the one it names, or
+// the global default (nil when there is none). It reads the server's class
+// cache (see priorityClassCache for what that guarantees) and the store when
+// the cache cannot answer.
+func (s *Server) podPriorityClass(ctx context.Context, pod *corev1.Pod) (*schedulingv1.PriorityClass, error) {
+	s.classes.ensureStarted(s.ctx)
+	name := pod.Spec.PriorityClassName
+	if name == "" {
+		if class, synced := s.classes.globalDefault(); synced {
+			return class, nil
+		}
+		objs, _, err := s.store.List(ctx, pcResource, "")
+		if err != nil {
+			return nil, storeError(err, grPriorityClasses, "")
+		}
+		var class *schedulingv1.PriorityClass
+		for _, o := range objs {
+			pc := &schedulingv1.PriorityClass{}
+			if err := json.Unmarshal(o.Data, pc); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if pc.GlobalDefault && (class == nil || pc.Value < class.Value) {
+				class = pc
+			}
+		}
+		return class, nil
+	}
+	if class, _ := s.classes.get(name); class != nil {
+		return class, nil
+	}
+	stored, err := s.store.Get(ctx, raftstore.Key{Resource: pcResource, Name: name})
+	if errors.Is(err, raftstore.ErrNotFound) {
+		return nil, apierrors.NewForbidden(grPods, pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
+	}
+	if err != nil {
+		return nil, storeError(err, grPriorityClasses, name)
+	}
+	class := &schedulingv1.PriorityClass{}
+	if err := json.Unmarshal(stored.Data, class); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return class, nil
+}
+
 // admitPriorityClass refuses a second global default class (PR-1).
 func (s *Server) admitPriorityClass(ctx context.Context, pc *schedulingv1.PriorityClass) error {
 	if !pc.GlobalDefault {
 		return nil
 	}
-	objs, _, err := s.store.List(ctx, storeResource(grPriorityClasses), "")
+	objs, _, err := s.store.List(ctx, pcResource, "")
 	if err != nil {
 		return storeError(err, grPriorityClasses, "")
 	}

@@ -130,6 +130,7 @@ type Server struct {
 	cfg     Config
 	tokens  map[[sha256.Size]byte]string // Config.Tokens by digest
 	store   Store
+	classes *priorityClassCache
 	reg     *registry
 	log     *slog.Logger
 	clock   clock.PassiveClock
@@ -159,8 +160,10 @@ func New(cfg Config) (*Server, error) {
 		seed = rand.Uint64()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	classes := newPriorityClassCache(cfg.Store, cfg.Logger)
 	s := &Server{
-		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cfg.Store, reg: reg, log: cfg.Logger, clock: cfg.Clock,
+		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
+		reg: reg, log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel,
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
