@@ -161,6 +161,9 @@ func (c *Cluster) startKubelets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Listing thousands of nodes is not free: look again after a pause
+	// that grows to a second.
+	pause := 20 * time.Millisecond
 	for {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err == nil {
@@ -179,8 +182,9 @@ func (c *Cluster) startKubelets(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for kubelets to register their nodes: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, time.Second)
 	}
 }
 

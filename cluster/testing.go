@@ -15,7 +15,8 @@ func StartForTest(tb testing.TB, cfg Config) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A generous bound, growing with the nodes that must register.
+	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, time.Duration(len(cfg.Topology.Nodes))*100*time.Millisecond))
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		tb.Fatal(err)

@@ -310,7 +310,8 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 	if err != nil {
 		return nil, err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A generous bound, growing with the nodes that must register.
+	startCtx, cancel := context.WithTimeout(ctx, max(30*time.Second, time.Duration(len(s.Topology.Nodes))*100*time.Millisecond))
 	err = c.Start(startCtx)
 	cancel()
 	if err != nil {

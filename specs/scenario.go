@@ -51,7 +51,14 @@ const DefaultPodTimeScale = 50
 type Scenario struct {
 	Name     string           `json:"name"`
 	Topology cluster.Topology `json:"topology"`
-	Workload string           `json:"workload"`
+	// Nodes and Zones generate the topology's nodes when it lists none, as
+	// the CLI's --nodes and --zones do: Nodes nodes named node-0…, spread
+	// round-robin over Zones zones (zone-a…; default 1). A scale scenario
+	// need not list thousands of nodes. Defaults replaces them by the
+	// nodes they stand for, so a saved scenario.json lists every node.
+	Nodes    int    `json:"nodes,omitempty"`
+	Zones    int    `json:"zones,omitempty"`
+	Workload string `json:"workload"`
 	// Nemesis names faults or groups of faults (see `podsafe list`); empty or
 	// "none" runs without faults.
 	Nemesis         []string `json:"nemesis"`
@@ -247,6 +254,14 @@ func (s *Scenario) Defaults() {
 			s.Name += "-" + strings.ReplaceAll(strings.Join(s.Nemesis, "+"), ",", "+")
 		}
 	}
+	if s.Nodes > 0 && s.Zones >= 0 && len(s.Topology.Nodes) == 0 {
+		members := s.Topology.Members
+		if members == 0 && s.defaulted("topology.members") {
+			members = 3
+		}
+		s.Topology = cluster.DefaultTopology(members, s.Nodes, max(1, s.Zones))
+		s.Nodes, s.Zones = 0, 0
+	}
 	switch {
 	case s.Topology.Members != 0 || !s.defaulted("topology.members"):
 	case len(s.Topology.Nodes) > 0:
@@ -329,6 +344,15 @@ func (s *Scenario) Validate() error {
 	}
 	if err := validNodes(s.Topology.Nodes); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	// Defaults turned valid ones into topology nodes; these are left.
+	switch {
+	case s.Nodes < 0 || s.Zones < 0:
+		return fmt.Errorf("%w: scenario nodes and zones are counts, got nodes %d and zones %d", ErrInvalidScenario, s.Nodes, s.Zones)
+	case s.Nodes > 0:
+		return fmt.Errorf("%w: scenario nodes and topology.nodes are both given: generate the nodes or list them, not both", ErrInvalidScenario)
+	case s.Zones > 0:
+		return fmt.Errorf("%w: scenario zones is given without nodes: it spreads the nodes that nodes generates", ErrInvalidScenario)
 	}
 	w, err := workload.Lookup(s.Workload)
 	if err != nil {

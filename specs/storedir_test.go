@@ -122,3 +122,35 @@ func TestParseScenarioGiven(t *testing.T) {
 		t.Errorf("an unknown field: %v", err)
 	}
 }
+
+// TestScenarioGeneratedNodes: scenario nodes and zones stand for a generated
+// topology (as --nodes and --zones), replaced by the nodes themselves once
+// defaulted; they are refused beside listed nodes, negative, or zones alone.
+func TestScenarioGeneratedNodes(t *testing.T) {
+	s, err := ParseScenario([]byte("workload: spread\nnodes: 12\nzones: 3\ntopology: {members: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Topology.Nodes) != 12 || zonesOf(s.Topology) != 3 || s.Topology.Members != 1 || s.Nodes != 0 || s.Zones != 0 {
+		t.Errorf("generated topology: %d nodes in %d zones, %d members, nodes/zones left %d/%d; want 12 in 3, 1 member, none left",
+			len(s.Topology.Nodes), zonesOf(s.Topology), s.Topology.Members, s.Nodes, s.Zones)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"workload: pets\nnodes: 3\ntopology: {nodes: [{name: a}]}\n", "nodes and topology.nodes are both given"},
+		{"workload: pets\nnodes: -3\n", "are counts"},
+		{"workload: pets\nzones: 2\n", "zones is given without nodes"},
+	} {
+		s, err := ParseScenario([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		s.Defaults()
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}

@@ -148,8 +148,17 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	// A scenario file's topology stands unless a flag changes it (a file
 	// that lists nodes without members gets the default members).
-	fileTopology := s.Topology.Members != 0 || len(s.Topology.Nodes) > 0 || s.Given("topology.members")
-	if set("members") || set("nodes") || set("zones") || !fileTopology {
+	// Nodes the file generates (scenario nodes, zones) stand unless
+	// --nodes or --zones is given.
+	fileTopology := s.Topology.Members != 0 || len(s.Topology.Nodes) > 0 || s.Given("topology.members") || s.Nodes > 0
+	switch {
+	case s.Nodes > 0 && !set("nodes") && !set("zones"):
+		if set("members") {
+			s.Topology.Members = f.members
+			s.SetGiven("topology.members")
+		}
+	case set("members") || set("nodes") || set("zones") || !fileTopology:
+		s.Nodes, s.Zones = 0, 0
 		if err := checkNodesZones(f.nodes, f.zones); err != nil {
 			return s, err
 		}

@@ -31,3 +31,32 @@ func TestScenarioFromFlagsMeetsWorkloadNeeds(t *testing.T) {
 		}
 	}
 }
+
+// A scenario file's generated nodes (scenario nodes, zones) stand unless
+// --nodes or --zones replaces them; --members alone keeps them.
+func TestScenarioFileGeneratedNodes(t *testing.T) {
+	path := writeScenario(t, t.TempDir(), "gen", "workload: spread\nnodes: 9\nzones: 3\n")
+	for _, tc := range []struct {
+		args         []string
+		nodes, zones int
+		members      int
+	}{
+		{[]string{"--scenario", path}, 9, 3, 3},
+		{[]string{"--scenario", path, "--members", "1"}, 9, 3, 1},
+		{[]string{"--scenario", path, "--nodes", "4"}, 4, 2, 3},
+	} {
+		cmd, f := newTestCommand()
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := scenarioFromFlags(cmd, f)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		s.Defaults()
+		if len(s.Topology.Nodes) != tc.nodes || zones(s.Topology) != tc.zones || s.Topology.Members != tc.members {
+			t.Errorf("%v: %d nodes in %d zones, %d members; want %d in %d, %d members", tc.args,
+				len(s.Topology.Nodes), zones(s.Topology), s.Topology.Members, tc.nodes, tc.zones, tc.members)
+		}
+	}
+}
