@@ -43,9 +43,7 @@ var atMostOneGuarantees = []string{"PS-1", "PS-11", "PS-12", "LC-3", "PS-7"}
 // It is pure, O(n log n) in the ledger and API history, and answers Unknown
 // when ctx ends or opts.Timeout passes first.
 func CheckAtMostOne(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkAtMostOne(ctx, v, opts)
+	return checkOne(ctx, h, opts, AtMostOneChecker)
 }
 
 func checkAtMostOne(ctx context.Context, v *view, opts Options) Result {

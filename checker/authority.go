@@ -71,9 +71,7 @@ var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // API history, ledger and store events, and answers Unknown when ctx ends
 // or opts.Timeout passes first.
 func CheckAuthority(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkAuthority(ctx, v, opts)
+	return checkOne(ctx, h, opts, AuthorityChecker)
 }
 
 func checkAuthority(ctx context.Context, v *view, opts Options) Result {

@@ -73,9 +73,7 @@ const backoffFaultMargin = 500 * time.Millisecond
 // events and the faults, and answers Unknown when ctx ends or opts.Timeout
 // passes first.
 func CheckBackoff(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkBackoff(ctx, v, opts)
+	return checkOne(ctx, h, opts, BackoffChecker)
 }
 
 func checkBackoff(ctx context.Context, v *view, opts Options) Result {

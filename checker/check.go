@@ -28,7 +28,35 @@ type checkerDef struct {
 	Info
 	// applies reports whether the history holds what the checker judges.
 	applies func(v *view) bool
+	// assumes lists what the checker takes for granted about how the
+	// history was recorded: where the history breaks one, it answers
+	// Unknown without judging (see validate.go).
+	assumes []assumption
 	check   func(ctx context.Context, v *view, opts Options) Result
+}
+
+// The assumptions the checkers rest on.
+var (
+	opsAssumed     = []assumption{assumeOpsWellFormed}
+	clientsAssumed = []assumption{assumeOpsWellFormed, assumeOneOutstanding}
+	podsAssumed    = []assumption{assumeCallsWellFormed, assumeRecorderClock}
+	clockAssumed   = []assumption{assumeCallsWellFormed, assumeRecorderClock, assumeNodeClock}
+)
+
+// checkOne runs the named checker of the registry over h on its own, as
+// Check would (its assumptions first), for the exported CheckX functions.
+func checkOne(ctx context.Context, h *history.History, opts Options, name string) Result {
+	v, done := standaloneView(ctx, h)
+	defer done()
+	for _, d := range registry() {
+		if d.Name == name {
+			if res, broken := v.unassumed(ctx, &d, opts); broken {
+				return res
+			}
+			return d.check(ctx, v, opts)
+		}
+	}
+	panic("checker: no checker named " + name)
 }
 
 // onHistory adapts a checker that reads the history itself rather than
@@ -51,6 +79,7 @@ func registry() []checkerDef {
 			Description: "register workload operations are linearizable, key by key (porcupine)",
 			Guarantees:  []string{GuaranteeStoreLin},
 		},
+		assumes: clientsAssumed,
 		applies: func(v *view) bool { return slices.ContainsFunc(v.h.Ops, IsRegisterOp) },
 		check:   checkRegisterOrVisualize,
 	}, {
@@ -59,6 +88,7 @@ func registry() []checkerDef {
 			Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
 			Guarantees:  watchOrderGuarantees,
 		},
+		assumes: opsAssumed,
 		applies: onHistoryIf(watchApplies),
 		check:   checkWatchOrderView,
 	}, {
@@ -67,6 +97,7 @@ func registry() []checkerDef {
 			Description: "from the watch lines and the store's committed history: every watch event is the change committed at its resourceVersion (type, key, value)",
 			Guarantees:  watchValueGuarantees,
 		},
+		assumes: opsAssumed,
 		applies: onHistoryIf(watchApplies),
 		check:   checkWatchValuesView,
 	}, {
@@ -75,6 +106,7 @@ func registry() []checkerDef {
 			Description: "from the watch lines, the reads and the store's committed history: a get or list that began after a watch delivered resourceVersion N reflects every write up to N",
 			Guarantees:  readAfterWatchGuarantees,
 		},
+		assumes: clientsAssumed,
 		applies: onHistoryIf(watchApplies),
 		check:   checkReadAfterWatchView,
 	}, {
@@ -83,6 +115,7 @@ func registry() []checkerDef {
 			Description: "from the lists and the store's committed history: a list returns exactly the state at its resourceVersion",
 			Guarantees:  listGuarantees,
 		},
+		assumes: clientsAssumed,
 		applies: onHistoryIf(watchApplies),
 		check:   checkListsView,
 	}, {
@@ -91,6 +124,7 @@ func registry() []checkerDef {
 			Description: "from the ledger: the UIDs of one pet never run at once, and a UID runs on one node (ReplicaSet overlap is reported as expected, PS-7)",
 			Guarantees:  atMostOneGuarantees,
 		},
+		assumes: podsAssumed,
 		applies: ledgerHas(history.LedgerStart),
 		check:   checkAtMostOneWithRecovery,
 	}, {
@@ -107,6 +141,7 @@ func registry() []checkerDef {
 			Description: "from the ledger and the recorded deletions: TERM and KILL respect the grace period's safety bound (GP-R), also after a kubelet restart",
 			Guarantees:  graceGuarantees,
 		},
+		assumes: clockAssumed,
 		applies: ledgerHas(history.LedgerTerm, history.LedgerKill),
 		check:   checkGrace,
 	}, {
@@ -115,6 +150,7 @@ func registry() []checkerDef {
 			Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, and a kubelet deletes or evicts only pods bound to its own node (the node restriction)",
 			Guarantees:  authorityGuarantees,
 		},
+		assumes: podsAssumed,
 		applies: authorityApplies,
 		check:   checkAuthority,
 	}, {
@@ -123,6 +159,7 @@ func registry() []checkerDef {
 			Description: "from the store's record of every pod change and the ledger: phases never go back and terminal phases never change, a pod is bound once, deletions are never undone or lengthened, conditions agree with phase and containers, init containers run in order before app containers",
 			Guarantees:  phasesGuarantees,
 		},
+		assumes: []assumption{assumeRecorderClock},
 		applies: func(v *view) bool { return poHasPods(v.h.Store) },
 		check:   checkPhases,
 	}, {
@@ -131,6 +168,7 @@ func registry() []checkerDef {
 			Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
 			Guarantees:  backoffGuarantees,
 		},
+		assumes: []assumption{assumeRecorderClock, assumeNodeClock},
 		applies: func(v *view) bool { return boHasRestart(v.h.Ledger) },
 		check:   checkBackoff,
 	}, {
@@ -139,6 +177,7 @@ func registry() []checkerDef {
 			Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
 			Guarantees:  preemptionGuarantees,
 		},
+		assumes: []assumption{assumeCallsWellFormed},
 		applies: onHistoryIf(preemptApplies),
 		check:   checkPreemptionView,
 	}, {
@@ -147,6 +186,7 @@ func registry() []checkerDef {
 			Description: "from the rebuilt store state: every binding keeps its DoNotSchedule topology spread constraints (skew, topology keys, namespace, inclusion policies, minDomains) in every state the scheduler could have seen",
 			Guarantees:  spreadGuarantees,
 		},
+		assumes: []assumption{assumeCallsWellFormed},
 		applies: func(v *view) bool { return v.podText(func(pi *podIndex) bool { return pi.spread }, spreadApplies) },
 		check:   checkSpreadView,
 	}, {
@@ -155,6 +195,7 @@ func registry() []checkerDef {
 			Description: "from the store's record of nodes, their Leases and pods: the node controller declares a node's health unknown only after it showed no sign of life (Lease renewal, status heart-beat) for its grace period, and the taint eviction controller evicts a pod only for a NoExecute taint its node has, not before the pod's tolerationSeconds ran out",
 			Guarantees:  nodeHealthGuarantees,
 		},
+		assumes: []assumption{assumeCallsWellFormed},
 		applies: func(v *view) bool {
 			return nodeLeasesRecorded(v.h) || v.podText(func(pi *podIndex) bool { return pi.taintMarked }, nodeHealthApplies)
 		},
@@ -200,7 +241,8 @@ func (v *view) podText(flag func(*podIndex) bool, scan func(*history.History) bo
 func checkRegisterOrVisualize(ctx context.Context, v *view, opts Options) Result {
 	h := v.h
 	if opts.VisualizationPath == "" {
-		return CheckRegister(ctx, h.Ops, opts)
+		res, _ := checkRegister(ctx, h.Ops, opts)
+		return res
 	}
 	res, err := WriteVisualization(ctx, opts.VisualizationPath, h, opts)
 	if err != nil {
@@ -235,7 +277,13 @@ func checkAtMostOneWithRecovery(ctx context.Context, v *view, opts Options) Resu
 // Lease the record follows unknown. When opts.Workload names the workload
 // that ran, a checker every run of it feeds that found nothing to judge
 // answers Unknown (see Expected), so a history stripped of its ledger or
-// its completions is never called valid. The checkers run concurrently. It is bounded (see Options) and reads h without
+// its completions is never called valid. Before a checker judges, the
+// history is validated against what it assumes of the recording (see
+// validate.go: well-formed operations and calls, one operation outstanding
+// per client, clocks that run forward): a checker resting on an assumption
+// the history breaks answers Unknown, naming it, with the places that break
+// it as evidence. The checkers run concurrently and decode h once, into a
+// view they share. It is bounded (see Options) and reads h without
 // changing it; its only effect is the visualization file when
 // opts.VisualizationPath is set, whose failure is noted in the register
 // result's Summary without changing the verdict. Combine the verdicts with
@@ -275,6 +323,9 @@ func check(ctx context.Context, h *history.History, opts Options) ([]Result, *vi
 			res := checkSafe(d.Name, func() Result {
 				if !d.applies(v) {
 					return Result{}
+				}
+				if res, broken := v.unassumed(ctx, &d, opts); broken {
+					return res
 				}
 				sem <- struct{}{}
 				defer func() { <-sem }()

@@ -36,6 +36,12 @@
 // judge each decision against the cluster's state when it was made; from the
 // ledger, CheckBackoff (LC-6) judges restarts.
 //
+// Check decodes a history once, into a view every checker reads (each
+// store event and API call decoded and indexed once; see view.go), and
+// validates it first against what the checkers assume of how it was
+// recorded (see validate.go): a checker resting on a broken assumption
+// answers Unknown rather than judge on a broken premise.
+//
 // Recovery measures availability, which is not safety: per pet, the time it
 // was unavailable and its time to recovery after each fault. Check adds
 // those figures to the at-most-one result; they never change a verdict.

@@ -97,9 +97,7 @@ const GraceReactionSlack = time.Second
 // the store, and answers Unknown when ctx ends or opts.Timeout passes
 // first.
 func CheckGrace(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkGrace(ctx, v, opts)
+	return checkOne(ctx, h, opts, GraceChecker)
 }
 
 func checkGrace(ctx context.Context, v *view, opts Options) Result {

@@ -76,8 +76,7 @@ func (o Options) maxSearchMemory() int64 {
 // checked: the verdict is Illegal if any key is, else Unknown if any key ran
 // out of budget.
 func CheckRegister(ctx context.Context, ops []history.Op, opts Options) Result {
-	res, _ := checkRegister(ctx, ops, opts)
-	return res
+	return checkOne(ctx, &history.History{Ops: ops}, opts, RegisterChecker)
 }
 
 // registerRun is what a register check leaves for the visualization.

@@ -158,9 +158,7 @@ func nodeLeasesRecorded(h *history.History) bool {
 // it holds the controllers to are restated here, as the preemption
 // replay restates the scheduler's.
 func CheckNodeHealth(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkNodeHealth(ctx, v, opts)
+	return checkOne(ctx, h, opts, NodeHealthChecker)
 }
 
 func checkNodeHealth(ctx context.Context, v *view, opts Options) Result {

@@ -64,9 +64,7 @@ var phasesGuarantees = []string{"LC-1", "LC-2", "LC-3", "LC-7", "LC-8", "LC-10",
 // O(n log n) in the store events and the ledger, and answers Unknown when
 // ctx ends or opts.Timeout passes first.
 func CheckPhases(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkPhases(ctx, v, opts)
+	return checkOne(ctx, h, opts, PhasesChecker)
 }
 
 func checkPhases(ctx context.Context, v *view, opts Options) Result {

@@ -298,9 +298,7 @@ func (pc *preemptCheck) patchMayBeMissing(b *preemptBatch) bool {
 // without changing it; it answers Unknown when ctx ends or opts.Timeout
 // passes, and never Illegal when the history notes lost store events.
 func CheckPreemption(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkPreemptionView(ctx, v, opts)
+	return checkOne(ctx, h, opts, PreemptionChecker)
 }
 
 func checkPreemptionView(ctx context.Context, v *view, opts Options) Result {

@@ -60,9 +60,7 @@ const spreadMaxNodeVersions = 64
 // it answers Unknown when ctx ends or opts.Timeout passes, and never
 // Illegal when the history notes lost store events.
 func CheckSpread(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkSpreadView(ctx, v, opts)
+	return checkOne(ctx, h, opts, SpreadChecker)
 }
 
 func checkSpreadView(ctx context.Context, v *view, opts Options) Result {

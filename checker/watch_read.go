@@ -36,9 +36,7 @@ var (
 // no watch or no committed history of the watched set, or when no read
 // began after a delivery the committed history covers.
 func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkReadAfterWatchView(ctx, v, opts)
+	return checkOne(ctx, h, opts, ReadAfterWatchChecker)
 }
 
 func checkReadAfterWatchView(ctx context.Context, v *view, opts Options) Result {
@@ -192,9 +190,7 @@ func readAfterWatchEvidence(h *history.History, c *committed, op *history.Op, ke
 // ctx ends or opts.Timeout passes first, when h records no watch or no
 // committed history of the namespace, or when no list is covered.
 func CheckLists(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkListsView(ctx, v, opts)
+	return checkOne(ctx, h, opts, ListChecker)
 }
 
 func checkListsView(ctx context.Context, v *view, opts Options) Result {

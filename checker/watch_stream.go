@@ -38,9 +38,7 @@ var (
 // watch, no committed history of the watched set, or no delivery the
 // committed history covers.
 func CheckWatchOrder(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkWatchOrderView(ctx, v, opts)
+	return checkOne(ctx, h, opts, WatchOrderChecker)
 }
 
 func checkWatchOrderView(ctx context.Context, v *view, opts Options) Result {
@@ -73,9 +71,7 @@ func checkWatchOrderView(ctx context.Context, v *view, opts Options) Result {
 // deletion's object is the object's last state). It shares CheckWatchOrder's
 // pass and its bounds, and answers Unknown in the same cases.
 func CheckWatchValues(ctx context.Context, h *history.History, opts Options) Result {
-	v, done := standaloneView(ctx, h)
-	defer done()
-	return checkWatchValuesView(ctx, v, opts)
+	return checkOne(ctx, h, opts, WatchValueChecker)
 }
 
 func checkWatchValuesView(ctx context.Context, v *view, opts Options) Result {

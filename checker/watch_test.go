@@ -57,9 +57,11 @@ func (b *wb) del(invoke, ret int64, key string) *wb {
 	return b
 }
 
-// get records a get of key that read "a@5" or "absent".
+// get records a get of key that read "a@5" or "absent", by a reader of
+// its own (readers may read at once; a client has one operation at a time).
 func (b *wb) get(invoke, ret int64, key, read string) *wb {
-	op := history.Op{ID: b.id(), Process: 2, Func: FuncGet, Key: key, Status: history.StatusOK, Invoke: invoke, Return: ret}
+	id := b.id()
+	op := history.Op{ID: id, Process: 100 + int(id), Func: FuncGet, Key: key, Status: history.StatusOK, Invoke: invoke, Return: ret}
 	if read != "absent" {
 		op.Found = true
 		op.Output, op.RV, _ = strings.Cut(read, "@")
