@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -116,6 +117,25 @@ func FuzzPoPlain8(f *testing.F) {
 		}
 		if got := poPlain8(x); got != want {
 			t.Fatalf("poPlain8(%#x) = %v, want %v", x, got, want)
+		}
+	})
+}
+
+// containsQuoted agrees with bytes.Contains of the quoted word.
+func FuzzContainsQuoted(f *testing.F) {
+	for _, s := range []string{`{"topologySpreadConstraints":[]}`, `"SpreadConstraints"`, `x"topologySpreadConstraints`,
+		`""topologySpreadConstraints""`, `"deletionGracePeriodSeconds":3`, `"GracePeriodSeconds"`} {
+		f.Add([]byte(s), "topologySpreadConstraints")
+		f.Add([]byte(s), "deletionGracePeriodSeconds")
+	}
+	f.Add([]byte(`"abc"`), "abc")
+	f.Fuzz(func(t *testing.T, b []byte, word string) {
+		if word == "" {
+			return
+		}
+		want := bytes.Contains(b, []byte(`"`+word+`"`))
+		if got := containsQuoted(b, word); got != want {
+			t.Fatalf("containsQuoted(%q, %q) = %v, want %v", b, word, got, want)
 		}
 	})
 }

@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/podsafe/podsafe/history"
 )
@@ -131,11 +133,15 @@ func buildPodIndex(ctx context.Context, store []history.StoreEvent) (*podIndex, 
 }
 
 // containsQuoted reports whether b holds the JSON string "word" (quotes
-// included), as bytes.Contains would, but searching for the word's rarer
-// tail: a quote is in every few bytes of JSON.
+// included), as bytes.Contains would, but searching for the word's tail
+// from its first capital letter, rarer than a quote, which is in every few
+// bytes of JSON.
 func containsQuoted(b []byte, word string) bool {
-	tail := word[1:] + `"`
-	head := `"` + word[:1]
+	split := strings.IndexFunc(word, unicode.IsUpper)
+	if split < 0 {
+		split = 0
+	}
+	tail, head := word[split:]+`"`, `"`+word[:split]
 	for {
 		i := bytes.Index(b, []byte(tail))
 		if i < 0 {
