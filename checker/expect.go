@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // expectation is a checker that every run of a workload gives something to
@@ -48,11 +49,25 @@ var workloadExpects = map[string][]expectation{
 	},
 }
 
+// expectsOf is workloadExpects of workload; workloads run together
+// ("pets+spread") feed what each of them feeds.
+func expectsOf(workload string) []expectation {
+	var out []expectation
+	for _, part := range strings.Split(workload, "+") {
+		for _, e := range workloadExpects[part] {
+			if !slices.ContainsFunc(out, func(o expectation) bool { return o.checker == e.checker }) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
 // Expected returns the names of the checkers a run of workload always feeds
 // (none for a workload podsafe does not know, or "").
 func Expected(workload string) []string {
 	var names []string
-	for _, e := range workloadExpects[workload] {
+	for _, e := range expectsOf(workload) {
 		names = append(names, e.checker)
 	}
 	return names
@@ -67,7 +82,7 @@ func Expected(workload string) []string {
 func holdToEvidence(opts Options, results []Result) []Result {
 	workload := opts.Workload
 	var exp []expectation
-	for _, e := range workloadExpects[workload] {
+	for _, e := range expectsOf(workload) {
 		if len(opts.Checkers) == 0 || slices.Contains(opts.Checkers, e.checker) {
 			exp = append(exp, e)
 		}

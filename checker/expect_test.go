@@ -174,3 +174,14 @@ func TestChosenCheckersOnlyAndEachMustJudge(t *testing.T) {
 		t.Errorf("checkers %s, want only %s", got, RegisterChecker)
 	}
 }
+
+// Workloads run together feed what each of them feeds, each checker once.
+func TestExpectedOfAMix(t *testing.T) {
+	got := strings.Join(Expected("pets+spread"), ",")
+	if got != strings.Join([]string{AtMostOneChecker, PhasesChecker, SpreadChecker}, ",") {
+		t.Errorf("Expected(pets+spread) = %s, want at-most-one, phases and topology-spread once each", got)
+	}
+	if got := Expected("pets+nothing"); len(got) != 2 {
+		t.Errorf("Expected(pets+nothing) = %v, want what pets feeds", got)
+	}
+}

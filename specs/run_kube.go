@@ -283,6 +283,10 @@ func adaptToKube(w workload.Workload, external bool) {
 		}
 	}
 	switch w := w.(type) {
+	case *workload.Mix:
+		for _, part := range w.Parts {
+			adaptToKube(part, external)
+		}
 	case *workload.Pets:
 		if external {
 			w.NoVolumes = true

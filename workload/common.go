@@ -116,6 +116,7 @@ type proc struct {
 	timeout  time.Duration
 	limiter  *Limiter        // shared by the workload's processes; nil: none
 	runCtx   context.Context // the run's: a wait for the limiter ends with it
+	pids     Processes       // how pid is recorded
 }
 
 // call records one operation Func "<workload>:<verb>" on key: an invoke
@@ -128,7 +129,7 @@ func (p *proc) call(ctx context.Context, verb, key, value string, fn func(ctx co
 		// step that completes what it began) starts at once.
 		_ = p.limiter.Wait(p.runCtx)
 	}
-	op := &history.Op{Process: p.pid, Func: p.workload + ":" + verb, Key: key, Value: value}
+	op := &history.Op{Process: p.pids.of(p.pid), Func: p.workload + ":" + verb, Key: key, Value: value}
 	p.rec.Invoke(op)
 	octx, cancel := context.WithTimeout(ctx, p.timeout)
 	err := fn(octx, op)
@@ -282,7 +283,7 @@ func runProcs(ctx context.Context, env Env, name string, timeout time.Duration,
 		procs[i] = &proc{
 			workload: name, worker: i, workers: len(env.Clients), pid: i, nextPID: nextPID,
 			cs: cs, rec: env.Recorder, stats: stats, clock: clk, timeout: timeout,
-			limiter: env.Limiter, runCtx: ctx,
+			limiter: env.Limiter, runCtx: ctx, pids: env.Processes,
 			rng: rand.New(rand.NewPCG(env.Seed, uint64(i)+1)),
 		}
 	}

@@ -59,6 +59,24 @@ type Env struct {
 	// Limiter bounds the operations the workload's processes start per
 	// second, all together (nil: no bound). Watches are not operations.
 	Limiter *Limiter
+	// Processes maps the workload's own process numbers to the ones the
+	// history records (zero: as they are), so workloads run together
+	// (Mix) never share one.
+	Processes Processes
+}
+
+// Processes interleaves the process numbers of workloads run together:
+// process n of one is recorded as n×Stride+Offset.
+type Processes struct {
+	Stride, Offset int
+}
+
+// of is the number process n is recorded under.
+func (p Processes) of(n int) int {
+	if p.Stride == 0 {
+		return n
+	}
+	return n*p.Stride + p.Offset
 }
 
 // Workload generates client operations against a cluster. Implementations
@@ -90,8 +108,12 @@ func Add(name string, new func() Workload) {
 	registry[name] = new
 }
 
-// Lookup returns a fresh workload called name.
+// Lookup returns a fresh workload called name; names joined by "+" are a
+// Mix of those workloads.
 func Lookup(name string) (Workload, error) {
+	if strings.Contains(name, MixSeparator) {
+		return lookupMix(name)
+	}
 	mk, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q; choose one of %s", ErrUnknownWorkload, name, strings.Join(Names(), ", "))
