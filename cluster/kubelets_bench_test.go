@@ -4,8 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +31,7 @@ var (
 	scalePods  = flag.Int("kubelet.pods", 5000, "BenchmarkKubeletScale: running pods")
 	scaleTime  = flag.Float64("kubelet.timescale", 10, "BenchmarkKubeletScale: cluster time scale")
 	scaleHold  = flag.Duration("kubelet.hold", 60*time.Second, "BenchmarkKubeletScale: scaled time the pods are kept running after the last one started")
+	scaleHeap  = flag.String("kubelet.heapprofile", "", "BenchmarkKubeletScale: write a heap profile here once every pod ran through the hold")
 )
 
 // BenchmarkKubeletScale measures how many kubelets and running pods one
@@ -163,6 +168,19 @@ func runKubeletScale(b *testing.B, nodes, pods int, scale float64, hold time.Dur
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	inUse := ms.HeapInuse
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if *scaleHeap != "" {
+		if f, err := os.Create(*scaleHeap); err != nil {
+			b.Error(err)
+		} else {
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Error(err)
+			}
+			f.Close()
+		}
+	}
 
 	slices.Sort(wallLat)
 	slices.Sort(scaledLat)
@@ -181,7 +199,30 @@ func runKubeletScale(b *testing.B, nodes, pods int, scale float64, hold time.Dur
 	b.ReportMetric(float64(holdUpdates), "hold-updates")
 	b.ReportMetric(holdCPU, "hold-cores")
 	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
-	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(inUse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MiB")
+	b.ReportMetric(float64(ms.HeapAlloc)/1024/float64(nodes+pods), "live-KiB/(node+pod)")
+	if hwm := peakRSS(); hwm > 0 {
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-rss-MiB")
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM), in bytes; 0 when
+// unknown.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // cpuTime is the CPU time the process has used, user and system.
