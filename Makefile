@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
+.PHONY: help build test unit lint vet fmt bench scale run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -99,6 +99,13 @@ fuzz: ## run every fuzz target for FUZZTIME (default 60s) each, one after anothe
 
 bench: ## benchmarks (store, API, checker); compare runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./raftstore/ ./apiserver/ ./checker/ ./cluster/...
+
+# The scale scenario: pets and spread on 5,000 nodes in three zones, zones
+# cut in turn (scenarios/scale-5k.yaml); SCALEFLAGS adds flags (--nodes 500
+# for a smaller one).
+SCALEFLAGS ?=
+scale: build ## the 5,000-node scenario (pets+spread, zone partitions); about 15 minutes
+	./$(BIN) test --scenario scenarios/scale-5k.yaml $(SCALEFLAGS)
 
 run: build ## the default short chaos suite on the embedded cluster
 	./$(BIN) test $(RUNFLAGS)
