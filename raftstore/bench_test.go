@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,4 +149,107 @@ func BenchmarkPrepareCreate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// hog runs n goroutines that only burn CPU, as a busy harness process or
+// machine does, until the returned stop is called.
+func hog(n int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := range 1 << 16 {
+					x += i
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// term returns the highest raft term any running member has seen.
+func (c *TestCluster) term() uint64 {
+	var t uint64
+	for _, s := range c.Stores {
+		if s != nil {
+			n, _ := strconv.ParseUint(s.Stats()["term"], 10, 64)
+			t = max(t, n)
+		}
+	}
+	return t
+}
+
+// BenchmarkLeaderStability writes to a 3-member durable cluster from 32
+// goroutines, with and without goroutines that burn every CPU twice over,
+// and reports the elections the cluster held (a stable leader holds none)
+// and the writes that failed. Run with -benchtime of some seconds.
+func BenchmarkLeaderStability(b *testing.B) {
+	for _, hogs := range []int{0, 2 * runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("hogs=%d", hogs), func(b *testing.B) {
+			c := OpenTestCluster(b, 3, WithDurable())
+			ctx := context.Background()
+			stop := hog(hogs)
+			defer stop()
+			first := c.term()
+			var n, failed atomic.Int64
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					s := c.Stores[i%int64(len(c.Stores))]
+					if _, err := s.Create(ctx, Key{Resource: "pods", Namespace: "bench", Name: fmt.Sprint("p", i)}, benchPod); err != nil {
+						failed.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(c.term()-first), "elections")
+			b.ReportMetric(float64(failed.Load()), "errors")
+		})
+	}
+}
+
+// BenchmarkFailover isolates the leader of a 3-member durable cluster and
+// reports how long the other two take to elect a new one (ms/op is the
+// failover time), with and without CPU hogs (see BenchmarkLeaderStability).
+func BenchmarkFailover(b *testing.B) {
+	for _, hogs := range []int{0, 2 * runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("hogs=%d", hogs), func(b *testing.B) {
+			c := OpenTestCluster(b, 3, WithDurable())
+			stop := hog(hogs)
+			defer stop()
+			var total time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				old := c.Index(c.Leader().ID())
+				b.StartTimer()
+				start := time.Now()
+				c.IsolateMember(old)
+				for elected := false; !elected; {
+					for i, s := range c.Stores {
+						if i != old && s.IsLeader() {
+							elected = true
+						}
+					}
+					time.Sleep(time.Millisecond)
+				}
+				total += time.Since(start)
+				b.StopTimer()
+				c.Net.Heal()
+				c.Leader()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "failover-ms")
+		})
+	}
 }
