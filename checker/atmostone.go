@@ -361,7 +361,13 @@ func replicaOverlaps(h *history.History, runs []run, kinds map[string]podKind, m
 	var ev []Evidence
 	for _, set := range names {
 		reps := sets[set]
-		sort.Slice(reps, func(i, j int) bool { return reps[i].startT < reps[j].startT })
+		// (By UID among equal starts: the replicas come from a map.)
+		sort.Slice(reps, func(i, j int) bool {
+			if reps[i].startT != reps[j].startT {
+				return reps[i].startT < reps[j].startT
+			}
+			return reps[i].uid < reps[j].uid
+		})
 		for _, old := range reps {
 			if old.deleting == math.MaxInt64 {
 				continue

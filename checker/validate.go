@@ -1,11 +1,12 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -69,21 +70,45 @@ type assumptions struct {
 }
 
 // assumptions validates the view's history once.
-func (v *view) assumptions(ctx context.Context) (*assumptions, bool) {
-	return v.assumePart.get(ctx, v, "assumptions", func(context.Context) (*assumptions, bool) { return validate(v.h), true })
+// The validation is in three parts, each built on first use, so that a
+// checker waits only for the parts its assumptions need.
+func (v *view) assumptions(ctx context.Context, what []assumption) (*assumptions, bool) {
+	all := &assumptions{broken: map[assumption][]Evidence{}, counts: map[assumption]int{}}
+	for i, p := range validations {
+		if !slices.ContainsFunc(what, func(a assumption) bool { return slices.Contains(p.checks, a) }) {
+			continue
+		}
+		a, ok := v.assumeParts[i].get(ctx, v, "validation of "+p.name, func(context.Context) (*assumptions, bool) {
+			a := newAssumptions()
+			p.validate(a, v.h)
+			return a, true
+		})
+		if !ok {
+			return nil, false
+		}
+		maps.Copy(all.broken, a.broken)
+		maps.Copy(all.counts, a.counts)
+	}
+	return all, true
+}
+
+// validations are the parts of the validation: what each checks, and how.
+var validations = [...]struct {
+	name     string
+	checks   []assumption
+	validate func(*assumptions, *history.History)
+}{
+	{"operations", []assumption{assumeOpsWellFormed, assumeOneOutstanding}, (*assumptions).ops},
+	{"calls", []assumption{assumeCallsWellFormed}, (*assumptions).calls},
+	{"clocks", []assumption{assumeRecorderClock, assumeNodeClock}, (*assumptions).clocks},
+}
+
+func newAssumptions() *assumptions {
+	return &assumptions{broken: map[assumption][]Evidence{}, counts: map[assumption]int{}}
 }
 
 // maxAssumptionEvidence bounds the evidence kept per broken assumption.
 const maxAssumptionEvidence = DefaultMaxEvidence
-
-// validate checks every assumption on h.
-func validate(h *history.History) *assumptions {
-	a := &assumptions{broken: map[assumption][]Evidence{}, counts: map[assumption]int{}}
-	a.ops(h)
-	a.calls(h)
-	a.clocks(h)
-	return a
-}
 
 func (a *assumptions) add(what assumption, ev Evidence) {
 	a.counts[what]++
@@ -94,70 +119,67 @@ func (a *assumptions) add(what assumption, ev Evidence) {
 
 // clientOp reports an operation of the register workload's clients, the
 // operations whose timing the checkers judge.
-func clientOp(op history.Op) bool { return IsRegisterOp(op) || op.Func == FuncList }
+func clientOp(op *history.Op) bool {
+	switch op.Func {
+	case FuncCreate, FuncGet, FuncCAS, FuncDelete, FuncList:
+		return true
+	}
+	return false
+}
 
 // judgedOp reports an operation a checker judges: a register operation
 // that can constrain or change the state, or a list that answered.
-func judgedOp(op history.Op) bool {
+func judgedOp(op *history.Op) bool {
 	if op.Func == FuncList {
 		return op.Status == history.StatusOK
 	}
-	return informative(registerIO(op))
+	return informative(registerIO(*op))
 }
 
 // ops checks the operations of the register workload's clients.
 func (a *assumptions) ops(h *history.History) {
-	byID := map[uint64]int{}
-	byClient := map[int][]int{}
-	for i, op := range h.Ops {
-		if !clientOp(op) {
-			continue
+	// The client operations in ID order: the recorder numbers operations
+	// as they are invoked, so that is the order in which each client made
+	// its own. A loaded history holds them in that order already.
+	var order []int
+	for i := range h.Ops {
+		if clientOp(&h.Ops[i]) {
+			order = append(order, i)
 		}
-		if j, dup := byID[op.ID]; dup {
-			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{h.Ops[j], op},
-				Description: fmt.Sprintf("operation ID %d is recorded twice: %s and %s", op.ID, opRef(h.Ops[j]), opRef(op))})
+	}
+	byID := func(x, y int) int { return cmp.Compare(h.Ops[x].ID, h.Ops[y].ID) }
+	if !slices.IsSortedFunc(order, byID) {
+		slices.SortStableFunc(order, byID)
+	}
+	last := map[int]int{} // client → its previous operation
+	for k, i := range order {
+		op := &h.Ops[i]
+		if k > 0 && h.Ops[order[k-1]].ID == op.ID {
+			other := &h.Ops[order[k-1]]
+			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{*other, *op},
+				Description: fmt.Sprintf("operation ID %d is recorded twice: %s and %s", op.ID, opRef(other), opRef(op))})
 		}
-		byID[op.ID] = i
 		switch {
 		case op.Status != history.StatusOK && op.Status != history.StatusFail && op.Status != history.StatusUnknown && op.Status != "":
-			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{op},
+			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{*op},
 				Description: fmt.Sprintf("%s completed with status %q, none of ok, fail, unknown", opRef(op), op.Status)})
-		case op.Status == history.StatusOK || op.Status == history.StatusFail:
-			if op.Return == math.MaxInt64 || op.Return < op.Invoke {
-				a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{op},
-					Description: fmt.Sprintf("%s completed (%s) with a return time of %s, before its invocation at %s or never", opRef(op), op.Status, nanos(op.Return), nanos(op.Invoke))})
-			}
+		case (op.Status == history.StatusOK || op.Status == history.StatusFail) && (op.Return == math.MaxInt64 || op.Return < op.Invoke):
+			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{*op},
+				Description: fmt.Sprintf("%s completed (%s) with a return time of %s, before its invocation at %s or never", opRef(op), op.Status, nanos(op.Return), nanos(op.Invoke))})
 		}
-		byClient[op.Process] = append(byClient[op.Process], i)
-	}
-	clients := make([]int, 0, len(byClient))
-	for p := range byClient {
-		clients = append(clients, p)
-	}
-	sort.Ints(clients)
-	for _, p := range clients {
-		idx := byClient[p]
-		// A client's operations in the order it made them: the recorder
-		// numbers them as they are invoked.
-		slices.SortStableFunc(idx, func(x, y int) int {
-			if h.Ops[x].ID != h.Ops[y].ID {
-				if h.Ops[x].ID < h.Ops[y].ID {
-					return -1
-				}
-				return 1
-			}
-			return 0
-		})
-		for k := 1; k < len(idx); k++ {
-			prev, op := h.Ops[idx[k-1]], h.Ops[idx[k]]
-			switch {
-			case op.Invoke < prev.Invoke:
-				a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{prev, op},
-					Description: fmt.Sprintf("client %d invoked %s at %s, before its earlier %s at %s: its times go back", p, opRef(op), nanos(op.Invoke), opRef(prev), nanos(prev.Invoke))})
-			case judgedOp(op) && judgedOp(prev) && prev.Status != history.StatusUnknown && op.Invoke < prev.Return:
-				a.add(assumeOneOutstanding, Evidence{Key: op.Key, Ops: []history.Op{prev, op},
-					Description: fmt.Sprintf("client %d invoked %s at %s while its %s, invoked at %s, was still outstanding (returned %s)", p, opRef(op), nanos(op.Invoke), opRef(prev), nanos(prev.Invoke), returned(prev))})
-			}
+		j, seen := last[op.Process]
+		last[op.Process] = i
+		if !seen {
+			continue
+		}
+		prev := &h.Ops[j]
+		switch {
+		case op.Invoke < prev.Invoke:
+			a.add(assumeOpsWellFormed, Evidence{Key: op.Key, Ops: []history.Op{*prev, *op},
+				Description: fmt.Sprintf("client %d invoked %s at %s, before its earlier %s at %s: its times go back", op.Process, opRef(op), nanos(op.Invoke), opRef(prev), nanos(prev.Invoke))})
+		case prev.Status != history.StatusUnknown && op.Invoke < prev.Return && judgedOp(op) && judgedOp(prev):
+			a.add(assumeOneOutstanding, Evidence{Key: op.Key, Ops: []history.Op{*prev, *op},
+				Description: fmt.Sprintf("client %d invoked %s at %s while its %s, invoked at %s, was still outstanding (returned %s)", op.Process, opRef(op), nanos(op.Invoke), opRef(prev), nanos(prev.Invoke), returned(prev))})
 		}
 	}
 }
@@ -229,12 +251,12 @@ func clockFaulted(h *history.History, node string, from, to int64) bool {
 }
 
 // opRef renders an operation for a description.
-func opRef(op history.Op) string {
+func opRef(op *history.Op) string {
 	return fmt.Sprintf("op %d (%s %q)", op.ID, op.Func, op.Key)
 }
 
 // returned renders when an operation returned.
-func returned(op history.Op) string {
+func returned(op *history.Op) string {
 	if op.Return == math.MaxInt64 || op.Status == history.StatusUnknown {
 		return "never: its outcome is unknown"
 	}
@@ -282,7 +304,7 @@ func (v *view) unassumed(ctx context.Context, def *checkerDef, opts Options) (Re
 	if len(def.assumes) == 0 {
 		return Result{}, false
 	}
-	a, ok := v.assumptions(ctx)
+	a, ok := v.assumptions(ctx, def.assumes)
 	if !ok {
 		return Result{Checker: def.Name, Verdict: Unknown, Guarantees: def.Guarantees,
 			Summary: fmt.Sprintf("check cancelled while validating the history: %v", context.Cause(ctx))}, true

@@ -31,7 +31,7 @@ type view struct {
 	runPart     part[[]run]
 	creatorPart part[*podCreators]
 	schedPart   part[*schedObjects]
-	assumePart  part[*assumptions]
+	assumeParts [len(validations)]part[*assumptions]
 
 	// watched holds the committed history of each watched set, built on
 	// first use under watchMu.

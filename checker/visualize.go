@@ -24,7 +24,7 @@ const (
 // harness notes as marks. It returns the check's Result, so a caller that
 // wants both pays for one check.
 func WriteVisualization(ctx context.Context, path string, h *history.History, opts Options) (Result, error) {
-	res, run := checkRegister(ctx, h.Ops, opts)
+	res, run := searchRegister(ctx, h.Ops, opts, opts.maxSearchMemory(), true)
 	run.info.AddAnnotations(Annotations(h))
 	if err := porcupine.VisualizePath(registerPtrModel, run.info, path); err != nil {
 		return res, fmt.Errorf("writing visualization %s: %w", path, err)
