@@ -3,6 +3,7 @@ package checker
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,8 @@ func FuzzPodDecode(f *testing.F) {
 		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1","podsafe.io/script.a":2}}}`,
 		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1"},"annotations":{"podsafe.io/script.a":[]}}}`,
 		`{"metadata":{"annotations":5}}`,
+		`{"status":{"containerStatuses":[{"name":"a","state":{"waiting":{"reason":"x"}}}],"containerStatuses":[{"state":{"waiting":{}}}]}}`,
+		`{"status":{"conditions":[{"type":"A","status":"True"}],"conditions":[{"status":"False"}]},"spec":{"containers":[{"name":"c"}],"containers":[{"livenessProbe":{}}]}}`,
 		`{"metadata":{"annotations":{"podsafe.io/script.a":"mem=1"},"annotations":"x"}}`,
 		`{"metadata":{"annotations":{"podsafe.io/script.a":"a\u0020mem=1"}},"spec":{"initContainers":[{"startupProbe":{}}]}}`,
 		`{"metadata":{"Annotations":{"podsafe.io/script.a":"mem=1"}},"spec":{"containers":[{"LivenessProbe":1}]}}`,
@@ -88,16 +91,21 @@ func FuzzPodDecode(f *testing.F) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("scanner and encoding/json differ (-json +scanner):\n%s", diff)
 		}
-		// An interning scanner, reused, reads the same.
+		// An interning, caching scanner, reused, reads the same, and a
+		// later read leaves what an earlier one read (and may share) as
+		// it was.
 		s := newPoScanner()
-		for range 2 {
-			var again poPod
-			if err := s.decode(data, &again); err != nil {
+		var reads [2]poPod
+		for i := range reads {
+			if err := s.decode(data, &reads[i]); err != nil {
 				t.Fatalf("interning scanner fails: %v", err)
 			}
-			if diff := cmp.Diff(want, again); diff != "" {
+			if diff := cmp.Diff(want, reads[i]); diff != "" {
 				t.Fatalf("interning scanner and encoding/json differ (-json +scanner):\n%s", diff)
 			}
+		}
+		if diff := cmp.Diff(want, reads[0]); diff != "" {
+			t.Fatalf("a second read changed the first (-json +first):\n%s", diff)
 		}
 	})
 }
@@ -138,4 +146,38 @@ func FuzzContainsQuoted(f *testing.F) {
 			t.Fatalf("containsQuoted(%q, %q) = %v, want %v", b, word, got, want)
 		}
 	})
+}
+
+// A scanner shares the lists it reads again, and a repeated key in a later
+// object (read over the first list) never changes what an earlier object
+// read.
+func TestPoScannerSharedLists(t *testing.T) {
+	// The lists, and what follows them for longer than a cache slot
+	// looks, are the same text in both.
+	const list = `[{"name":"a","state":{"waiting":{"reason":"x"}}}]`
+	same := `,"reason":"` + strings.Repeat("r", 300) + `"`
+	a := `{"status":{"conditions":[{"type":"Ready","status":"True"}]` + same + `,"containerStatuses":` + list + same + `}}`
+	b := `{"status":{"conditions":[{"type":"Ready","status":"True"}]` + same + `,"containerStatuses":` + list + same +
+		`,"containerStatuses":[{"state":{"waiting":{"reason":"y"}}}],"conditions":[{"status":"False"}]}}`
+	s := newPoScanner()
+	var pa, pb poPod
+	if err := s.decode([]byte(a), &pa); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.decode([]byte(b), &pb); err != nil {
+		t.Fatal(err)
+	}
+	if got := pa.Status.ContainerStatuses[0].State.Waiting.Reason; got != "x" {
+		t.Errorf("the first object's container status now waits for %q, want x", got)
+	}
+	if got := pa.Status.Conditions[0].Status; got != "True" {
+		t.Errorf("the first object's condition is now %q, want True", got)
+	}
+	var want poPod
+	if err := json.Unmarshal([]byte(b), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, pb); diff != "" {
+		t.Errorf("second object (-json +scanner):\n%s", diff)
+	}
 }

@@ -33,10 +33,20 @@ type poScanner struct {
 	gates    []poReadinessGate
 	conds    []poCondition
 	statuses []poContainerStatus
+	// Caches of lists read lately; nil caches nothing.
+	cache *poCaches
 }
 
-// newPoScanner returns a scanner that shares repeated strings.
-func newPoScanner() *poScanner { return &poScanner{intern: new(poInterner)} }
+// poCaches are a scanner's caches of lists, one per type.
+type poCaches struct {
+	ctrs     poListCache[poContainer]
+	gates    poListCache[poReadinessGate]
+	conds    poListCache[poCondition]
+	statuses poListCache[poContainerStatus]
+}
+
+// newPoScanner returns a scanner that shares repeated strings and lists.
+func newPoScanner() *poScanner { return &poScanner{intern: new(poInterner), cache: new(poCaches)} }
 
 // poInterner shares the strings a scanner reads repeatedly (phases,
 // condition types and statuses, names, the UID of one pod's versions): a
@@ -550,8 +560,11 @@ func (s *poScanner) array(elem func() error) error {
 // encoding/json does: null makes *dst nil and [] an empty slice, and the
 // elements are read over those of *dst's backing array (what a repeated
 // key read there before), a new element only past its capacity. A list
-// read afresh is read into scratch and copied out at its length.
-func poList[T any](s *poScanner, dst *[]T, scratch *[]T, elem func(*T) error) error {
+// read afresh is read into scratch and copied out at its length, or, when
+// cache holds a list read from the same text, is that list: lists are
+// shared between objects, and never changed (a repeated key reads over a
+// copy).
+func poList[T any](s *poScanner, dst *[]T, scratch *[]T, cache *poListCache[T], elem func(*T) error) error {
 	if s.peek() != '[' {
 		if !s.null() {
 			return errPoScan
@@ -560,6 +573,16 @@ func poList[T any](s *poScanner, dst *[]T, scratch *[]T, elem func(*T) error) er
 		return nil
 	}
 	if cap(*dst) == 0 {
+		var slot *poCachedList[T]
+		if cache != nil {
+			slot = cache.slot(s.d[s.i:])
+			if len(slot.raw) > 0 && bytes.HasPrefix(s.d[s.i:], slot.raw) {
+				s.i += len(slot.raw)
+				*dst = slot.list
+				return nil
+			}
+		}
+		start := s.i
 		var zero T
 		list := (*scratch)[:0]
 		err := s.array(func() error {
@@ -571,9 +594,20 @@ func poList[T any](s *poScanner, dst *[]T, scratch *[]T, elem func(*T) error) er
 			return err
 		}
 		*dst = append(make([]T, 0, len(list)), list...)
+		if slot != nil {
+			slot.raw, slot.list = s.d[start:s.i], *dst
+		}
 		return nil
 	}
-	list := (*dst)[:0]
+	own := make([]T, len(*dst), cap(*dst))
+	copy(own, (*dst)[:cap(*dst)])
+	if statuses, ok := any(own).([]poContainerStatus); ok {
+		// What they point to may be shared too.
+		for i := range statuses[:cap(statuses)] {
+			statuses[i].State, statuses[i].LastState = statuses[i].State.clone(), statuses[i].LastState.clone()
+		}
+	}
+	list := own[:0]
 	err := s.array(func() error {
 		if len(list) < cap(list) {
 			list = list[:len(list)+1]
@@ -588,6 +622,71 @@ func poList[T any](s *poScanner, dst *[]T, scratch *[]T, elem func(*T) error) er
 	}
 	*dst = list
 	return err
+}
+
+// clone copies what st points to.
+func (st poContainerState) clone() poContainerState {
+	if st.Waiting != nil {
+		w := *st.Waiting
+		st.Waiting = &w
+	}
+	if st.Terminated != nil {
+		t := *st.Terminated
+		st.Terminated = &t
+	}
+	return st
+}
+
+// poListCache holds lists a scanner read lately, by the text they were
+// read from: the containers of every version of a pod, and the conditions
+// and container statuses of many, repeat, and a list found here is neither
+// read nor allocated again. It refers to the text it was read from, which
+// must not change while the scanner is in use.
+type poListCache[T any] [256]poCachedList[T]
+
+type poCachedList[T any] struct {
+	raw  []byte
+	list []T
+}
+
+// slot returns where a list read from the start of d is cached: by a hash
+// of d's first 256 bytes, eight at a time.
+func (c *poListCache[T]) slot(d []byte) *poCachedList[T] {
+	n := min(len(d), 256) &^ 7
+	h := uint64(n)
+	for i := 0; i < n; i += 8 {
+		h = (h ^ binary.LittleEndian.Uint64(d[i:])) * 0x100000001b3
+	}
+	return &c[(h^h>>29)%uint64(len(c))]
+}
+
+// The scanner's caches of each type of list; nil when it caches none.
+func (s *poScanner) ctrCache() *poListCache[poContainer] {
+	if s.cache == nil {
+		return nil
+	}
+	return &s.cache.ctrs
+}
+
+func (s *poScanner) gateCache() *poListCache[poReadinessGate] {
+	if s.cache == nil {
+		return nil
+	}
+	return &s.cache.gates
+}
+
+func (s *poScanner) condCache() *poListCache[poCondition] {
+	if s.cache == nil {
+		return nil
+	}
+	return &s.cache.conds
+}
+
+func (s *poScanner) statusCache() *poListCache[poContainerStatus] {
+	if s.cache == nil {
+		return nil
+	}
+	return &s.cache.statuses
 }
 
 // poOptional reads an object into *dst with read (a new T when *dst is
@@ -662,11 +761,11 @@ func (s *poScanner) spec(p *poPod) error {
 		case "restartPolicy":
 			return s.str(&sp.RestartPolicy)
 		case "initContainers":
-			return poList(s, &sp.InitContainers, &s.ctrs, s.container)
+			return poList(s, &sp.InitContainers, &s.ctrs, s.ctrCache(), s.container)
 		case "containers":
-			return poList(s, &sp.Containers, &s.ctrs, s.container)
+			return poList(s, &sp.Containers, &s.ctrs, s.ctrCache(), s.container)
 		case "readinessGates":
-			return poList(s, &sp.ReadinessGates, &s.gates, func(g *poReadinessGate) error {
+			return poList(s, &sp.ReadinessGates, &s.gates, s.gateCache(), func(g *poReadinessGate) error {
 				return s.field("conditionType", &g.ConditionType)
 			})
 		}
@@ -763,11 +862,11 @@ func (s *poScanner) status(p *poPod) error {
 		case "reason":
 			return s.str(&st.Reason)
 		case "conditions":
-			return poList(s, &st.Conditions, &s.conds, s.condition)
+			return poList(s, &st.Conditions, &s.conds, s.condCache(), s.condition)
 		case "initContainerStatuses":
-			return poList(s, &st.InitContainerStatuses, &s.statuses, s.containerStatus)
+			return poList(s, &st.InitContainerStatuses, &s.statuses, s.statusCache(), s.containerStatus)
 		case "containerStatuses":
-			return poList(s, &st.ContainerStatuses, &s.statuses, s.containerStatus)
+			return poList(s, &st.ContainerStatuses, &s.statuses, s.statusCache(), s.containerStatus)
 		}
 		return s.other(k)
 	})
