@@ -12,40 +12,36 @@ import (
 // with its authority bypassed, or a control plane that lacks the rule,
 // shows them here.
 
-// podBinding is where the store recorded a pod bound: its node, and the
-// pod's key and UID.
-type podBinding struct {
-	key, uid, node string
-	t              int64 // when the store recorded the version
-	deleted        bool  // the version is the pod's DELETED event
-}
-
-// podBindings is where the store recorded each pod bound: by UID, and per
-// pod name every version (see podBinding).
+// podBindings is where the store recorded each pod bound: the node of
+// each UID, and per pod name (namespace, name) its versions that decode,
+// as indices into the view's pod versions, in store order.
 type podBindings struct {
+	pods  *podIndex
 	byUID map[string]string
-	byKey map[string][]podBinding
+	byKey map[nsName][]int32
 }
 
-// bindings reads, from the store's record of pods, every version that
+// nsName names a pod: its namespace and name.
+type nsName struct{ namespace, name string }
+
+// podBindings reads, from the store's record of pods, every version that
 // decodes, in store order. A pod is bound once (LC-3), so any version of a
 // UID with a node tells its node.
 func (pi *podIndex) podBindings() *podBindings {
 	pi.bindOnce.Do(func() {
-		byUID, byKey := map[string]string{}, map[string][]podBinding{}
-		for _, vr := range pi.versions {
+		pb := &podBindings{pods: pi, byUID: map[string]string{}, byKey: map[nsName][]int32{}}
+		for k, vr := range pi.versions {
 			if vr.pod == nil {
 				continue
 			}
 			ev := &pi.store[vr.store]
-			key := podRef(ev.Namespace, ev.Name)
-			b := podBinding{key: key, uid: vr.pod.Metadata.UID, node: vr.pod.Spec.NodeName, t: ev.T, deleted: ev.Type == history.StoreDeleted}
-			if b.node != "" && b.uid != "" {
-				byUID[b.uid] = b.node
+			if node, uid := vr.pod.Spec.NodeName, vr.pod.Metadata.UID; node != "" && uid != "" {
+				pb.byUID[uid] = node
 			}
-			byKey[key] = append(byKey[key], b)
+			key := nsName{ev.Namespace, ev.Name}
+			pb.byKey[key] = append(pb.byKey[key], int32(k))
 		}
-		pi.bindings = &podBindings{byUID: byUID, byKey: byKey}
+		pi.bindings = pb
 	})
 	return pi.bindings
 }
@@ -54,23 +50,26 @@ func (pi *podIndex) podBindings() *podBindings {
 // named, else the last version of its name the store recorded before the
 // call began (none when that version was its deletion or named no node).
 func nodeAtCall(c history.APICall, pb *podBindings) (string, bool) {
-	byUID, byKey := pb.byUID, pb.byKey
 	if c.UID != "" {
-		if n, ok := byUID[c.UID]; ok {
+		if n, ok := pb.byUID[c.UID]; ok {
 			return n, true
 		}
 	}
-	var last *podBinding
-	for i, b := range byKey[podRef(c.Namespace, c.Name)] {
-		if b.t > c.Invoke {
+	last := -1
+	for _, k := range pb.byKey[nsName{c.Namespace, c.Name}] {
+		if pb.pods.store[pb.pods.versions[k].store].T > c.Invoke {
 			break
 		}
-		last = &byKey[podRef(c.Namespace, c.Name)][i]
+		last = int(k)
 	}
-	if last == nil || last.deleted || last.node == "" {
+	if last < 0 {
 		return "", false
 	}
-	return last.node, true
+	vr := pb.pods.versions[last]
+	if pb.pods.store[vr.store].Type == history.StoreDeleted || vr.pod.Spec.NodeName == "" {
+		return "", false
+	}
+	return vr.pod.Spec.NodeName, true
 }
 
 // crossNodeDeletions judges every pod deletion and eviction by a kubelet

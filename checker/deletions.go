@@ -38,7 +38,9 @@ func newDeletionIndex(api []history.APICall) *deletionIndex {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return api[order[a]].Invoke < api[order[b]].Invoke })
+	if !sort.SliceIsSorted(api, func(a, b int) bool { return api[a].Invoke < api[b].Invoke }) {
+		sort.SliceStable(order, func(a, b int) bool { return api[order[a]].Invoke < api[order[b]].Invoke })
+	}
 	series := func(m map[string]*callSeries, k string) *callSeries {
 		if m[k] == nil {
 			m[k] = &callSeries{}
@@ -50,20 +52,24 @@ func newDeletionIndex(api []history.APICall) *deletionIndex {
 		if c.Group != "" || c.Resource != "pods" {
 			continue
 		}
-		pod := podRef(c.Namespace, c.Name)
+		deletion, gone := isPodDeletion(c) && mayHaveHappened(c), c.Name != "" && (c.Code == 404 || (isPodCreate(c) && c.Outcome == history.StatusOK))
+		var pod string
+		if deletion || gone {
+			pod = podRef(c.Namespace, c.Name)
+		}
 		switch {
-		case isPodDeletion(c) && mayHaveHappened(c) && c.UID != "":
+		case deletion && c.UID != "":
 			k := podUID{pod, c.UID}
 			if d.certain[k] == nil {
 				d.certain[k] = &callSeries{}
 			}
 			d.certain[k].add(i, c)
-		case isPodDeletion(c) && mayHaveHappened(c):
+		case deletion:
 			series(d.byName, pod).add(i, c)
 		case isPodCollectionDeletion(c) && mayHaveHappened(c):
 			series(d.byNamespace, c.Namespace).add(i, c)
 		}
-		if c.Name != "" && (c.Code == 404 || (isPodCreate(c) && c.Outcome == history.StatusOK)) {
+		if gone {
 			if d.gone[pod] == nil {
 				d.gone[pod] = &goneSeries{}
 			}

@@ -29,7 +29,7 @@ import (
 // side, and returns the operations of the keys it did not linearize (each
 // key's in pops' order, for porcupine) and how many keys it linearized.
 func greedyKeys(pops []porcupine.Operation, budget *searchBudget, stopped *atomic.Bool) (rest []porcupine.Operation, linearized int) {
-	parts := partitionByKey(pops)
+	parts := partitionIndices(pops)
 	done := make([]bool, len(parts))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -41,7 +41,7 @@ func greedyKeys(pops []porcupine.Operation, budget *searchBudget, stopped *atomi
 				if i >= len(parts) {
 					return
 				}
-				done[i] = s.search(parts[i], budget, stopped)
+				done[i] = s.search(pops, parts[i], budget, stopped)
 			}
 		})
 	}
@@ -52,10 +52,12 @@ func greedyKeys(pops []porcupine.Operation, budget *searchBudget, stopped *atomi
 			continue
 		}
 		// Porcupine searches it afresh: its allowance is whole again.
-		if kb := budget.keys[opInput(part[0]).Key]; !kb.over.Load() {
+		if kb := budget.keys[opInput(pops[part[0]]).Key]; !kb.over.Load() {
 			kb.steps = 0
 		}
-		rest = append(rest, part...)
+		for _, k := range part {
+			rest = append(rest, pops[k])
+		}
 	}
 	return rest, linearized
 }
@@ -71,14 +73,20 @@ type greedyEvent struct {
 type greedyScratch struct {
 	events     []greedyEvent
 	next, prev []int32
+	part       []*porcupine.Operation
 	retAt      []int32 // per operation, the index of its return event
 	unknown    []int32 // calls of unknown outcome that may come next
 }
 
 // search reports whether it linearized the operations of one key (see the
 // comment above greedyKeys).
-func (s *greedyScratch) search(part []porcupine.Operation, budget *searchBudget, stopped *atomic.Bool) bool {
-	kb := budget.keys[opInput(part[0]).Key]
+func (s *greedyScratch) search(pops []porcupine.Operation, idx []int32, budget *searchBudget, stopped *atomic.Bool) bool {
+	s.part = s.part[:0]
+	for _, k := range idx {
+		s.part = append(s.part, &pops[k])
+	}
+	part := s.part
+	kb := budget.keys[opInput(*part[0]).Key]
 	n := len(part)
 	s.events = s.events[:0]
 	for i, p := range part {
@@ -119,7 +127,7 @@ func (s *greedyScratch) search(part []porcupine.Operation, budget *searchBudget,
 	var state RegisterState
 	known := 0 // operations of a known outcome not yet linearized
 	for _, p := range part {
-		if opOutput(p).Outcome != OutcomeUnknown {
+		if opOutput(*p).Outcome != OutcomeUnknown {
 			known++
 		}
 	}
@@ -130,7 +138,7 @@ func (s *greedyScratch) search(part []porcupine.Operation, budget *searchBudget,
 			return false
 		}
 		op := s.events[e].op
-		if opOutput(part[op]).Outcome != OutcomeUnknown {
+		if opOutput(*part[op]).Outcome != OutcomeUnknown {
 			known--
 		}
 		state = after
@@ -155,7 +163,7 @@ func (s *greedyScratch) search(part []porcupine.Operation, budget *searchBudget,
 		var next RegisterState
 		found, due := int32(-1), int64(0)
 		for e := s.next[m]; e >= 0 && !s.events[e].ret; e = s.next[e] {
-			p := part[s.events[e].op]
+			p := *part[s.events[e].op]
 			if opOutput(p).Outcome == OutcomeUnknown {
 				s.unknown = append(s.unknown, e)
 				continue
@@ -185,15 +193,15 @@ func (s *greedyScratch) search(part []porcupine.Operation, budget *searchBudget,
 // enabling returns an operation of unknown outcome among s.unknown whose
 // write, taking effect in state, makes some call of a known outcome before
 // the first return legal, and the state after it; -1 when there is none.
-func (s *greedyScratch) enabling(part []porcupine.Operation, state RegisterState) (int32, RegisterState) {
+func (s *greedyScratch) enabling(part []*porcupine.Operation, state RegisterState) (int32, RegisterState) {
 	m := int32(len(s.events))
 	for _, u := range s.unknown {
-		_, after := Step(state, opInput(part[s.events[u].op]), opOutput(part[s.events[u].op]))
+		_, after := Step(state, opInput(*part[s.events[u].op]), opOutput(*part[s.events[u].op]))
 		if after == state {
 			continue
 		}
 		for e := s.next[m]; e >= 0 && !s.events[e].ret; e = s.next[e] {
-			p := part[s.events[e].op]
+			p := *part[s.events[e].op]
 			if opOutput(p).Outcome == OutcomeUnknown {
 				continue
 			}

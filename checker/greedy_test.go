@@ -38,13 +38,17 @@ func TestGreedyAgreesWithPorcupine(t *testing.T) {
 		budget := newSearchBudget(DefaultMaxSearchMemory, pops)
 		var stopped atomic.Bool
 		var s greedyScratch
-		for _, part := range partitionByKey(pops) {
+		for _, idx := range partitionIndices(pops) {
 			keys++
+			part := make([]porcupine.Operation, len(idx))
+			for k, i := range idx {
+				part[k] = pops[i]
+			}
 			ok := porcupine.CheckOperations(registerPtrModel, part)
 			if !ok {
 				spoiled++
 			}
-			if s.search(part, budget, &stopped) {
+			if s.search(pops, idx, budget, &stopped) {
 				linearized++
 				if !ok {
 					t.Fatalf("seed %d: key %s linearized without backtracking, but porcupine finds it not linearizable", seed, opInput(part[0]).Key)

@@ -333,6 +333,22 @@ func registerIO(op history.Op) (RegisterInput, RegisterOutput) {
 // so that partition indices are reproducible; each keeps the history's
 // order. The partitions share one array.
 func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	idx := partitionIndices(ops)
+	all := make([]porcupine.Operation, len(ops))
+	parts := make([][]porcupine.Operation, len(idx))
+	at := 0
+	for p, part := range idx {
+		for k, i := range part {
+			all[at+k] = ops[i]
+		}
+		parts[p] = all[at : at+len(part) : at+len(part)]
+		at += len(part)
+	}
+	return parts
+}
+
+// partitionIndices is partitionByKey by index into ops.
+func partitionIndices(ops []porcupine.Operation) [][]int32 {
 	index := map[string]int{}
 	var keys []string
 	var counts []int
@@ -360,16 +376,16 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 		start[j] = at
 		at += counts[j]
 	}
-	all := make([]porcupine.Operation, len(ops))
+	all := make([]int32, len(ops))
 	next := slices.Clone(start)
-	for i, op := range ops {
+	for i := range ops {
 		j := of[i]
-		all[next[j]] = op
+		all[next[j]] = int32(i)
 		next[j]++
 	}
-	parts := make([][]porcupine.Operation, len(keys))
-	for i, j := range order {
-		parts[i] = all[start[j] : start[j]+counts[j] : start[j]+counts[j]]
+	parts := make([][]int32, len(keys))
+	for p, j := range order {
+		parts[p] = all[start[j] : start[j]+counts[j] : start[j]+counts[j]]
 	}
 	return parts
 }

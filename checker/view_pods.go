@@ -160,24 +160,45 @@ func containsQuoted(b []byte, word string) bool {
 // the groups in the order of their first change. It counts the versions
 // with an object left out.
 func groupInstances(store []history.StoreEvent, versions []podVersion) (pods []*poPodHistory, byUID map[string]*poPodHistory, undecoded int) {
-	byUID = map[string]*poPodHistory{}
-	for _, vr := range versions {
-		ev := &store[vr.store]
-		if len(ev.Object) == 0 {
+	// Each version's group first, then the groups' events in one array.
+	groups := map[string]int32{}
+	group := make([]int32, len(versions))
+	var sizes []int
+	total := 0
+	for k, vr := range versions {
+		group[k] = -1
+		if len(store[vr.store].Object) == 0 {
 			continue
 		}
 		if vr.pod == nil || !vr.rvOK || vr.pod.Metadata.UID == "" {
 			undecoded++
 			continue
 		}
-		p := vr.pod
-		ph := byUID[p.Metadata.UID]
-		if ph == nil {
-			ph = &poPodHistory{uid: p.Metadata.UID}
-			byUID[ph.uid] = ph
-			pods = append(pods, ph)
+		uid := vr.pod.Metadata.UID
+		g, ok := groups[uid]
+		if !ok {
+			g = int32(len(pods))
+			groups[uid] = g
+			pods = append(pods, &poPodHistory{uid: uid})
+			sizes = append(sizes, 0)
 		}
-		ph.events = append(ph.events, poEvent{store: vr.store, rv: vr.rv, typ: ev.Type, t: ev.T, pod: p})
+		group[k] = g
+		sizes[g]++
+		total++
+	}
+	all := make([]poEvent, total)
+	byUID = make(map[string]*poPodHistory, len(pods))
+	at := 0
+	for g, ph := range pods {
+		ph.events = all[at : at : at+sizes[g]]
+		at += sizes[g]
+		byUID[ph.uid] = ph
+	}
+	for k, vr := range versions {
+		if g := group[k]; g >= 0 {
+			ph, ev := pods[g], &store[vr.store]
+			ph.events = append(ph.events, poEvent{store: vr.store, rv: vr.rv, typ: ev.Type, t: ev.T, pod: vr.pod})
+		}
 	}
 	for _, ph := range pods {
 		evs := ph.events
