@@ -209,7 +209,8 @@ func oneNodePerUID(ledger []history.LedgerEntry, maxEvidence int, st *stopper) (
 	flagged := map[string]bool{}
 	var ev []Evidence
 	bad := 0
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		if st.stopped() {
 			return ev, bad
 		}
@@ -286,7 +287,8 @@ func petOverlapEvidence(h *history.History, pod string, a, b run) Evidence {
 	}
 	from, to := ledger[a.start].T, ledger[b.start].T
 	var calls []int
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		switch {
 		case isPodCreate(c) && (c.UID == a.uid || c.UID == b.uid):
 			calls = append(calls, i)
@@ -330,15 +332,20 @@ func replicaOverlaps(h *history.History, runs []run, kinds map[string]podKind, m
 	if len(reps) == 0 {
 		return 0, nil
 	}
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
+		if e.Action != history.LedgerTerm && e.Action != history.LedgerPreStopStart {
+			continue
+		}
 		rep := reps[e.UID]
-		if rep == nil || (e.Action != history.LedgerTerm && e.Action != history.LedgerPreStopStart) || e.T >= rep.deleting {
+		if rep == nil || e.T >= rep.deleting {
 			continue
 		}
 		rep.deleting, rep.whyEntry, rep.whyCall = e.T, i, -1
 		rep.why = fmt.Sprintf("its %s at %s", e.Action, at(ledger, i))
 	}
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		rep := reps[c.UID]
 		if rep == nil || !isPodDeletion(c) || !mayHaveHappened(c) || c.Invoke >= rep.deleting {
 			continue

@@ -84,7 +84,8 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 	}
 	var forced []int
 	deletions, unknownForced, forcedCollections := 0, 0, 0
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		switch {
 		case isPodCollectionDeletion(c):
 			deletions++
@@ -136,7 +137,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 			c := h.API[i]
 			ev = append(ev, Evidence{
 				Key:         podRef(c.Namespace, c.Name),
-				Description: fmt.Sprintf("%s force deleted pod %s (%s)%s: %s", c.Identity, podRef(c.Namespace, c.Name), callRef(c), state, why),
+				Description: fmt.Sprintf("%s force deleted pod %s (%s)%s: %s", c.Identity, podRef(c.Namespace, c.Name), callRef(&c), state, why),
 				Ledger:      ledger,
 				API:         apiCalls(h.API, i),
 			})
@@ -173,7 +174,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 				undecided++
 				if len(undecidedEv) < opts.maxEvidence() {
 					undecidedEv = append(undecidedEv, Evidence{Key: podRef(c.Namespace, c.Name), API: apiCalls(h.API, i),
-						Description: fmt.Sprintf("%s: with no ledger the history cannot show whether the pod was running", callRef(c))})
+						Description: fmt.Sprintf("%s: with no ledger the history cannot show whether the pod was running", callRef(&c))})
 				}
 			default:
 				idle++
@@ -253,7 +254,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 }
 
 // isForce reports a deletion that asked for grace 0.
-func isForce(c history.APICall) bool {
+func isForce(c *history.APICall) bool {
 	return c.GracePeriodSeconds != nil && *c.GracePeriodSeconds == 0
 }
 
@@ -335,7 +336,8 @@ func newWitness(h *history.History, runs []run, pods *podIndex) *witness {
 		}
 		w.byUID[r.uid] = append(w.byUID[r.uid], i)
 	}
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		if c.Group == "" && c.Resource == "nodes" && c.Name != "" && (c.Verb == "delete" || c.Verb == "create" || c.Verb == "update" || c.Verb == "patch") {
 			w.nodeOp[c.Name] = append(w.nodeOp[c.Name], i)
 		}
@@ -403,7 +405,7 @@ func (w *witness) nodeDeleted(node string, c history.APICall) bool {
 	for _, i := range w.nodeOp[node] {
 		n := api[i]
 		switch {
-		case n.Verb == "delete" && n.Identity == identityAdmin && mayHaveHappened(n) && n.Invoke < c.Return:
+		case n.Verb == "delete" && n.Identity == identityAdmin && mayHaveHappened(&n) && n.Invoke < c.Return:
 			deleted, deletedReturn = true, max(deletedReturn, n.Return)
 		case n.Verb == "create" && n.Outcome == history.StatusOK && deleted && n.Invoke > deletedReturn && n.Return < c.Invoke:
 			deleted = false
@@ -418,7 +420,7 @@ func (w *witness) nodeFenced(node string, c history.APICall) bool {
 	for _, i := range w.nodeOp[node] {
 		n := w.h.API[i]
 		if n.Subresource == "status" && (n.Verb == "update" || n.Verb == "patch") &&
-			(n.Identity == identityFencing || n.Identity == identityAdmin) && mayHaveHappened(n) && n.Invoke < c.Return {
+			(n.Identity == identityFencing || n.Identity == identityAdmin) && mayHaveHappened(&n) && n.Invoke < c.Return {
 			return true
 		}
 	}

@@ -78,7 +78,8 @@ func nodeAtCall(c history.APICall, pb *podBindings) (string, bool) {
 // judged (the pod's node known from the store).
 func crossNodeDeletions(h *history.History, pi *podIndex, max int) (ev []Evidence, illegal, judged int) {
 	var calls []int
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		if _, kubelet := kubeletNode(c.Identity); kubelet && isPodDeletion(c) && mayHaveHappened(c) {
 			calls = append(calls, i)
 		}
@@ -111,7 +112,7 @@ func crossNodeDeletions(h *history.History, pi *podIndex, max int) (ev []Evidenc
 			ev = append(ev, Evidence{
 				Key: podRef(c.Namespace, c.Name),
 				Description: fmt.Sprintf("%s %s pod %s (%s, %s) bound to node %s: a kubelet deletes only the pods bound to its own node (PS-1, node restriction)",
-					c.Identity, how, podRef(c.Namespace, c.Name), callRef(c), grace, node),
+					c.Identity, how, podRef(c.Namespace, c.Name), callRef(&c), grace, node),
 				At:  c.Invoke,
 				API: apiCalls(h.API, i),
 			})

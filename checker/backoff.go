@@ -209,7 +209,8 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 func boHasRestart(ledger []history.LedgerEntry) bool {
 	type ctr struct{ uid, container string }
 	ended := map[ctr]bool{}
-	for _, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		k := ctr{uidKey(e), e.Container}
 		switch e.Action {
 		case history.LedgerExit, history.LedgerPowerOff:
@@ -305,7 +306,8 @@ func newBoDisturbances(h *history.History, ledger []history.LedgerEntry, fences 
 			}
 		}
 	}
-	for _, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		if e.Action == history.LedgerPowerOff {
 			d.byNode[e.Node] = append(d.byNode[e.Node], [2]int64{e.T - margin, e.T + margin})
 		}

@@ -223,7 +223,7 @@ func ledgerHas(actions ...history.LedgerAction) func(*view) bool {
 
 // authorityApplies: the API history records a deletion of pods.
 func authorityApplies(v *view) bool {
-	return slices.ContainsFunc(v.h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) })
+	return slices.ContainsFunc(v.h.API, func(c history.APICall) bool { return isPodDeletion(&c) || isPodCollectionDeletion(&c) })
 }
 
 // podText answers a text test of the pod objects (flag) from the view's

@@ -125,7 +125,7 @@ func applicable(h *history.History) []string {
 	add(ledger(history.LedgerStart), AtMostOneChecker)
 	add(ledger(history.LedgerWrite, history.LedgerWriteRefused), StorageChecker)
 	add(ledger(history.LedgerTerm, history.LedgerKill), GraceChecker)
-	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(c) || isPodCollectionDeletion(c) }), AuthorityChecker)
+	add(slices.ContainsFunc(h.API, func(c history.APICall) bool { return isPodDeletion(&c) || isPodCollectionDeletion(&c) }), AuthorityChecker)
 	add(poHasPods(h.Store), PhasesChecker)
 	add(boHasRestart(h.Ledger), BackoffChecker)
 	add(preemptApplies(h), PreemptionChecker)

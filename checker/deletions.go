@@ -52,7 +52,7 @@ func newDeletionIndex(api []history.APICall) *deletionIndex {
 		if c.Group != "" || c.Resource != "pods" {
 			continue
 		}
-		deletion, gone := isPodDeletion(c) && mayHaveHappened(c), c.Name != "" && (c.Code == 404 || (isPodCreate(c) && c.Outcome == history.StatusOK))
+		deletion, gone := isPodDeletion(&c) && mayHaveHappened(&c), c.Name != "" && (c.Code == 404 || (isPodCreate(&c) && c.Outcome == history.StatusOK))
 		var pod string
 		if deletion || gone {
 			pod = podRef(c.Namespace, c.Name)
@@ -66,7 +66,7 @@ func newDeletionIndex(api []history.APICall) *deletionIndex {
 			d.certain[k].add(i, c)
 		case deletion:
 			series(d.byName, pod).add(i, c)
-		case isPodCollectionDeletion(c) && mayHaveHappened(c):
+		case isPodCollectionDeletion(&c) && mayHaveHappened(&c):
 			series(d.byNamespace, c.Namespace).add(i, c)
 		}
 		if gone {

@@ -121,7 +121,8 @@ func checkGrace(ctx context.Context, v *view, opts Options) Result {
 	idx := newDeletionIndex(h.API)
 	facts := newGraceFacts(pods, nodes)
 	facts.invokedAt = map[string]int64{}
-	for _, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		if c.Resource == "pods" && c.ResourceVersion != "" {
 			if t, ok := facts.invokedAt[c.ResourceVersion]; !ok || c.Invoke < t {
 				facts.invokedAt[c.ResourceVersion] = c.Invoke
@@ -275,7 +276,8 @@ func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64
 		cur[k] = a
 		return a
 	}
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		if !isRuntimeAction(e.Action) {
 			continue
 		}
@@ -292,20 +294,20 @@ func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64
 			flush(k)
 			delete(lastTerm, k)
 		case history.LedgerPreStopStart:
-			begin(k, e).preStopStart = i
+			begin(k, *e).preStopStart = i
 		case history.LedgerPreStopEnd:
 			if a != nil && a.preStopStart >= 0 && a.preStopEnd < 0 {
 				a.preStopEnd = i
 			}
 		case history.LedgerTerm:
 			if a == nil || a.term >= 0 || a.kill >= 0 {
-				a = begin(k, e)
+				a = begin(k, *e)
 			}
 			a.term = i
 			lastTerm[k] = i
 		case history.LedgerKill:
 			if a == nil {
-				a = begin(k, e)
+				a = begin(k, *e)
 			}
 			if a.kill < 0 {
 				a.kill = i
@@ -316,9 +318,16 @@ func killAttempts(ledger []history.LedgerEntry) ([]killAttempt, map[string]int64
 		flush(k)
 	}
 	// Kills come out in the order they began.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].start() < out[j].start() })
+	sort.Stable(killsByStart(out))
 	return out, firstSeen
 }
+
+// killsByStart orders kills by where they began.
+type killsByStart []killAttempt
+
+func (k killsByStart) Len() int           { return len(k) }
+func (k killsByStart) Less(i, j int) bool { return k[i].start() < k[j].start() }
+func (k killsByStart) Swap(i, j int)      { k[i], k[j] = k[j], k[i] }
 
 // killJudgement is the outcome of judging one kill.
 type killJudgement struct {
@@ -544,7 +553,7 @@ func shorteningCalls(api []history.APICall, a killAttempt, ch graceChange) []int
 		if c.Invoke > ch.t {
 			break
 		}
-		if isPodDeletion(c) && mayHaveHappened(c) && c.Namespace == a.namespace && c.Name == a.pod &&
+		if isPodDeletion(&c) && mayHaveHappened(&c) && c.Namespace == a.namespace && c.Name == a.pod &&
 			c.GracePeriodSeconds != nil && *c.GracePeriodSeconds == ch.to && (c.UID == "" || c.UID == a.uid) {
 			out = append(out, i)
 		}

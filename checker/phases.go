@@ -162,7 +162,7 @@ func poDeletionCalls(api []history.APICall, v poViolation) []history.APICall {
 		if c.Invoke > v.t {
 			break // in invoke order
 		}
-		if c.Invoke < v.since-int64(time.Second) || !isPodDeletion(c) || podRef(c.Namespace, c.Name) != v.key || (c.UID != "" && c.UID != v.uid) {
+		if c.Invoke < v.since-int64(time.Second) || !isPodDeletion(&c) || podRef(c.Namespace, c.Name) != v.key || (c.UID != "" && c.UID != v.uid) {
 			continue
 		}
 		out = append(out, c)
@@ -509,9 +509,15 @@ func poCheckLedger(ledger []history.LedgerEntry, pods []*poPodHistory, st *stopp
 	}
 	var out []poViolation
 	starts := 0
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		if st.stopped() {
 			return nil, 0, true
+		}
+		switch e.Action {
+		case history.LedgerStart, history.LedgerExit, history.LedgerPowerOff:
+		default:
+			continue // nothing else starts or ends a container
 		}
 		ps := states[e.UID]
 		if ps == nil {

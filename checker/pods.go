@@ -44,11 +44,11 @@ func kubeletNode(identity string) (string, bool) {
 func podRef(namespace, name string) string { return namespace + "/" + name }
 
 // entryPod is the pod identity of a ledger entry.
-func entryPod(e history.LedgerEntry) string { return podRef(e.Namespace, e.Pod) }
+func entryPod(e *history.LedgerEntry) string { return podRef(e.Namespace, e.Pod) }
 
 // uidKey names a pod instance: its UID, or, for entries without one, its
 // identity and node (the best the ledger allows).
-func uidKey(e history.LedgerEntry) string {
+func uidKey(e *history.LedgerEntry) string {
 	if e.UID != "" {
 		return e.UID
 	}
@@ -90,7 +90,8 @@ func containerRuns(ledger []history.LedgerEntry) []run {
 	type ctr struct{ uid, container string }
 	open := map[ctr][]int{} // index into runs
 	var runs []run
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		k := ctr{uidKey(e), e.Container}
 		switch e.Action {
 		case history.LedgerStart:
@@ -155,13 +156,13 @@ func apiCalls(api []history.APICall, idx ...int) []history.APICall {
 
 // mayHaveHappened reports an API call that took effect or may have: its
 // outcome is ok or unknown.
-func mayHaveHappened(c history.APICall) bool {
+func mayHaveHappened(c *history.APICall) bool {
 	return c.Outcome == history.StatusOK || c.Outcome == history.StatusUnknown
 }
 
 // isPodDeletion reports a request that deletes one pod by name: DELETE of
 // the pod, or a create of its eviction subresource.
-func isPodDeletion(c history.APICall) bool {
+func isPodDeletion(c *history.APICall) bool {
 	if c.Group != "" || c.Resource != "pods" || c.Name == "" {
 		return false
 	}
@@ -170,12 +171,12 @@ func isPodDeletion(c history.APICall) bool {
 
 // isPodCollectionDeletion reports a deletecollection of pods, which may
 // delete any pod of its namespace ("" for every namespace).
-func isPodCollectionDeletion(c history.APICall) bool {
+func isPodCollectionDeletion(c *history.APICall) bool {
 	return c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "deletecollection"
 }
 
 // isPodCreate reports a create of a pod (not of a subresource).
-func isPodCreate(c history.APICall) bool {
+func isPodCreate(c *history.APICall) bool {
 	return c.Group == "" && c.Resource == "pods" && c.Subresource == "" && c.Verb == "create"
 }
 
@@ -192,7 +193,8 @@ type podCreators struct {
 
 func newPodCreators(api []history.APICall) *podCreators {
 	pc := &podCreators{byUID: map[string]int{}, byName: map[string]map[string]bool{}}
-	for i, c := range api {
+	for i := range api {
+		c := &api[i]
 		if !isPodCreate(c) || !mayHaveHappened(c) {
 			continue
 		}
@@ -378,7 +380,7 @@ func at(ledger []history.LedgerEntry, i int) string {
 }
 
 // callRef renders an API call for a description.
-func callRef(c history.APICall) string {
+func callRef(c *history.APICall) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", c.Identity, c.Verb)
 	if c.Subresource != "" {

@@ -308,19 +308,25 @@ func (r RecoveryReport) scaled(d time.Duration) time.Duration {
 // the nodes (a node whose clock a fault skewed is outvoted). It is 1 when
 // no node's entries span a millisecond.
 func ledgerScale(ledger []history.LedgerEntry) float64 {
-	type ends struct{ first, last history.LedgerEntry }
+	type ends struct{ first, last int }
 	byNode := map[string]*ends{}
-	for _, e := range ledger {
-		if b := byNode[e.Node]; b == nil {
-			byNode[e.Node] = &ends{e, e}
-		} else {
-			b.last = e
+	var cur *ends // consecutive entries are mostly of one node
+	for i := range ledger {
+		e := &ledger[i]
+		if cur == nil || ledger[cur.last].Node != e.Node {
+			cur = byNode[e.Node]
+			if cur == nil {
+				cur = &ends{i, i}
+				byNode[e.Node] = cur
+			}
 		}
+		cur.last = i
 	}
 	var slopes []float64
 	for _, b := range byNode {
-		dt := b.last.T - b.first.T
-		ds := b.last.Scaled.Sub(b.first.Scaled)
+		first, last := &ledger[b.first], &ledger[b.last]
+		dt := last.T - first.T
+		ds := last.Scaled.Sub(first.Scaled)
 		if dt >= int64(time.Millisecond) && ds > 0 {
 			slopes = append(slopes, float64(ds)/float64(dt))
 		}

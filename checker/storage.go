@@ -55,7 +55,8 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 	var interleaved, fenceBroken, late []Evidence
 	nInterleaved, nFenceBroken, nLate := 0, 0, 0
 	st := &stopper{ctx: ctx}
-	for i, e := range ledger {
+	for i := range ledger {
+		e := &ledger[i]
 		if st.stopped() {
 			return res.cancelled(count(res.Stats.Ops, "storage write"))
 		}
@@ -162,8 +163,8 @@ func interleaveEvidence(ledger []history.LedgerEntry, volume string, aLast, take
 	return Evidence{
 		Key: volume,
 		Description: fmt.Sprintf("volume %s: pod %s (UID %s, node %s, token %d) wrote at %s, then pod %s (UID %s, node %s, token %d) took the volume over at %s, and the storage still accepted a write of UID %s (node %s, token %d) at %s: two pods used the RWO volume at once",
-			volume, entryPod(a), uidKey(a), a.Node, a.Token, at(ledger, aLast), entryPod(b), uidKey(b), b.Node, b.Token, at(ledger, takeover),
-			uidKey(again), again.Node, again.Token, at(ledger, aAgain)),
+			volume, entryPod(&a), uidKey(&a), a.Node, a.Token, at(ledger, aLast), entryPod(&b), uidKey(&b), b.Node, b.Token, at(ledger, takeover),
+			uidKey(&again), again.Node, again.Token, at(ledger, aAgain)),
 		Ledger: ledgerEntries(ledger, aLast, takeover, aAgain),
 	}
 }
@@ -181,7 +182,7 @@ func fenceBrokenEvidence(h *history.History, refusedAt, acceptedAt int) Evidence
 	var calls []int
 	for i, c := range h.API {
 		if c.Identity == identityAdmin && c.Resource == "nodes" && c.Name == a.Node && c.Verb != "get" && c.Verb != "list" && c.Verb != "watch" &&
-			mayHaveHappened(c) && c.Return >= r.T && c.Invoke <= a.T && len(calls) < 8 {
+			mayHaveHappened(&c) && c.Return >= r.T && c.Invoke <= a.T && len(calls) < 8 {
 			calls = append(calls, i)
 		}
 	}
@@ -191,6 +192,6 @@ func fenceBrokenEvidence(h *history.History, refusedAt, acceptedAt int) Evidence
 		unfence = fmt.Sprintf("the history records no unfence; %s to the node between them may have been one", count(len(calls), "admin write"))
 	}
 	ev.Description = fmt.Sprintf("the storage refused a write of pod %s from node %s to volume %s at %s, node %s being fenced, but accepted a write of pod %s (UID %s) from it to volume %s at %s; %s",
-		entryPod(r), r.Node, r.Volume, at(ledger, refusedAt), r.Node, entryPod(a), uidKey(a), a.Volume, at(ledger, acceptedAt), unfence)
+		entryPod(&r), r.Node, r.Volume, at(ledger, refusedAt), r.Node, entryPod(&a), uidKey(&a), a.Volume, at(ledger, acceptedAt), unfence)
 	return ev
 }

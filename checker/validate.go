@@ -186,7 +186,8 @@ func (a *assumptions) ops(h *history.History) {
 
 // calls checks the API calls and the faults.
 func (a *assumptions) calls(h *history.History) {
-	for i, c := range h.API {
+	for i := range h.API {
+		c := &h.API[i]
 		if c.Return < c.Invoke {
 			a.add(assumeCallsWellFormed, Evidence{Key: podRef(c.Namespace, c.Name), API: apiCalls(h.API, i),
 				Description: fmt.Sprintf("the call %s returned before it was invoked", callRef(c))})
@@ -208,7 +209,8 @@ func (a *assumptions) calls(h *history.History) {
 func (a *assumptions) clocks(h *history.History) {
 	type ctr struct{ uid, container string }
 	last := map[ctr]int{}
-	for i, e := range h.Ledger {
+	for i := range h.Ledger {
+		e := &h.Ledger[i]
 		if !isRuntimeAction(e.Action) || e.Action == history.LedgerPreStopEnd {
 			continue
 		}
