@@ -11,7 +11,7 @@ FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler ne
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench scale run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
+.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -97,8 +97,17 @@ fuzz: ## run every fuzz target for FUZZTIME (default 60s) each, one after anothe
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$$pkg/; \
 	done
 
-bench: ## benchmarks (store, API, checker); compare runs with benchstat
+bench: ## benchmarks (store, API, checker, kubelet scale), then the store beside a real etcd; compare runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./raftstore/ ./apiserver/ ./checker/ ./cluster/...
+	$(MAKE) --no-print-directory bench-etcd
+
+# podsafe's store beside a real 3-member etcd (the kube target's cached
+# binary; skipped with a message without one), in interleaved rounds, with
+# the ratios (nested module bench/etcd).
+ETCD_ROUNDS   ?= 5
+ETCD_DURATION ?= 10s
+bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd: writes/s, per CPU-second, ratios
+	$(GO) -C bench/etcd run . -rounds $(ETCD_ROUNDS) -duration $(ETCD_DURATION)
 
 # The scale scenario: pets and spread on 5,000 nodes in three zones, zones
 # cut in turn (scenarios/scale-5k.yaml); SCALEFLAGS adds flags (--nodes 500
