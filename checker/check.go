@@ -32,7 +32,10 @@ type checkerDef struct {
 	// history was recorded: where the history breaks one, it answers
 	// Unknown without judging (see validate.go).
 	assumes []assumption
-	check   func(ctx context.Context, v *view, opts Options) Result
+	// reads lists the parts of the view the checker reads, which Check
+	// starts building as soon as it knows the checker applies.
+	reads []viewPart
+	check func(ctx context.Context, v *view, opts Options) Result
 }
 
 // The assumptions the checkers rest on.
@@ -125,6 +128,7 @@ func registry() []checkerDef {
 			Guarantees:  atMostOneGuarantees,
 		},
 		assumes: podsAssumed,
+		reads:   []viewPart{partRuns, partCreators, partNodes},
 		applies: ledgerHas(history.LedgerStart),
 		check:   checkAtMostOneWithRecovery,
 	}, {
@@ -142,6 +146,7 @@ func registry() []checkerDef {
 			Guarantees:  graceGuarantees,
 		},
 		assumes: clockAssumed,
+		reads:   []viewPart{partPods, partNodes},
 		applies: ledgerHas(history.LedgerTerm, history.LedgerKill),
 		check:   checkGrace,
 	}, {
@@ -151,6 +156,7 @@ func registry() []checkerDef {
 			Guarantees:  authorityGuarantees,
 		},
 		assumes: podsAssumed,
+		reads:   []viewPart{partPods, partRuns},
 		applies: authorityApplies,
 		check:   checkAuthority,
 	}, {
@@ -160,6 +166,7 @@ func registry() []checkerDef {
 			Guarantees:  phasesGuarantees,
 		},
 		assumes: []assumption{assumeRecorderClock},
+		reads:   []viewPart{partPods},
 		applies: func(v *view) bool { return poHasPods(v.h.Store) },
 		check:   checkPhases,
 	}, {
@@ -169,6 +176,7 @@ func registry() []checkerDef {
 			Guarantees:  backoffGuarantees,
 		},
 		assumes: []assumption{assumeRecorderClock, assumeNodeClock},
+		reads:   []viewPart{partRuns, partPods, partNodes},
 		applies: func(v *view) bool { return boHasRestart(v.h.Ledger) },
 		check:   checkBackoff,
 	}, {
@@ -178,6 +186,7 @@ func registry() []checkerDef {
 			Guarantees:  preemptionGuarantees,
 		},
 		assumes: []assumption{assumeCallsWellFormed},
+		reads:   []viewPart{partSched},
 		applies: onHistoryIf(preemptApplies),
 		check:   checkPreemptionView,
 	}, {
@@ -187,6 +196,7 @@ func registry() []checkerDef {
 			Guarantees:  spreadGuarantees,
 		},
 		assumes: []assumption{assumeCallsWellFormed},
+		reads:   []viewPart{partSched},
 		applies: func(v *view) bool { return v.podText(func(pi *podIndex) bool { return pi.spread }, spreadApplies) },
 		check:   checkSpreadView,
 	}, {
@@ -196,6 +206,7 @@ func registry() []checkerDef {
 			Guarantees:  nodeHealthGuarantees,
 		},
 		assumes: []assumption{assumeCallsWellFormed},
+		reads:   []viewPart{partNodes},
 		applies: func(v *view) bool {
 			return nodeLeasesRecorded(v.h) || v.podText(func(pi *podIndex) bool { return pi.taintMarked }, nodeHealthApplies)
 		},
@@ -324,6 +335,7 @@ func check(ctx context.Context, h *history.History, opts Options) ([]Result, *vi
 				if !d.applies(v) {
 					return Result{}
 				}
+				v.warm(d.reads, d.assumes)
 				if res, broken := v.unassumed(ctx, &d, opts); broken {
 					return res
 				}

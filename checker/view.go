@@ -135,3 +135,47 @@ func standaloneView(ctx context.Context, h *history.History) (*view, context.Can
 	ctx, cancel := context.WithCancel(ctx)
 	return newView(ctx, h), cancel
 }
+
+// viewPart names a part of the view, for warm.
+type viewPart int
+
+// The parts of the view a checker may read (besides the validation).
+const (
+	partPods viewPart = iota
+	partNodes
+	partRuns
+	partCreators
+	partSched
+)
+
+// warm starts building the given parts, and the validation of the given
+// assumptions, without waiting for them: the checkers that read them then
+// find them built, or under way, rather than build them one after the
+// other when each first asks.
+func (v *view) warm(parts []viewPart, assumes []assumption) {
+	for _, p := range parts {
+		go func() {
+			// A build that crashes crashes again for each checker that
+			// reads the part, which reports it (check-safe).
+			defer func() { _ = recover() }()
+			switch p {
+			case partPods:
+				v.pods(v.ctx)
+			case partNodes:
+				v.nodes(v.ctx)
+			case partRuns:
+				v.runs(v.ctx)
+			case partCreators:
+				v.creators(v.ctx)
+			case partSched:
+				v.schedObjects(v.ctx)
+			}
+		}()
+	}
+	if len(assumes) > 0 {
+		go func() {
+			defer func() { _ = recover() }()
+			v.assumptions(v.ctx, assumes)
+		}()
+	}
+}
