@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -9,9 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/podsafe/podsafe/history"
@@ -496,170 +493,6 @@ func (s *schedState) setPod(key string, old, p *schedPod) {
 		}
 		m[p.nominated] = true
 	}
-}
-
-// schedPodJSON decodes only the fields of a pod that scheduling reads.
-type schedPodJSON struct {
-	Metadata struct {
-		Name              string                  `json:"name"`
-		Namespace         string                  `json:"namespace"`
-		UID               string                  `json:"uid"`
-		Labels            map[string]string       `json:"labels"`
-		DeletionTimestamp *string                 `json:"deletionTimestamp"`
-		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
-	} `json:"metadata"`
-	Spec   schedPodSpecJSON `json:"spec"`
-	Status struct {
-		Phase             corev1.PodPhase `json:"phase"`
-		NominatedNodeName string          `json:"nominatedNodeName"`
-	} `json:"status"`
-}
-
-// schedPodSpecJSON is the part of a pod spec scheduling reads.
-type schedPodSpecJSON struct {
-	NodeName                  string                            `json:"nodeName"`
-	Priority                  *int32                            `json:"priority"`
-	PreemptionPolicy          *string                           `json:"preemptionPolicy"`
-	NodeSelector              map[string]string                 `json:"nodeSelector"`
-	Affinity                  *corev1.Affinity                  `json:"affinity"`
-	Tolerations               []corev1.Toleration               `json:"tolerations"`
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
-	Containers                []schedContainerJSON              `json:"containers"`
-	InitContainers            []schedContainerJSON              `json:"initContainers"`
-	Overhead                  corev1.ResourceList               `json:"overhead"`
-	Resources                 *corev1.ResourceRequirements      `json:"resources"`
-	Volumes                   []struct {
-		PersistentVolumeClaim *struct{} `json:"persistentVolumeClaim"`
-		Ephemeral             *struct{} `json:"ephemeral"`
-	} `json:"volumes"`
-	ResourceClaims []struct{} `json:"resourceClaims"`
-}
-
-type schedContainerJSON struct {
-	Resources struct {
-		Requests corev1.ResourceList `json:"requests"`
-	} `json:"resources"`
-	Ports []struct {
-		HostPort int32 `json:"hostPort"`
-	} `json:"ports"`
-	// RestartPolicy Always on an init container makes it a sidecar.
-	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
-}
-
-// schedRequests computes what the pod asks of a node as the scheduler does
-// (framework.PodRequests, with component-helpers' PodRequests): pod-level
-// requests where set; otherwise the containers' plus the sidecars', at
-// least what any init container needs beside the sidecars started before
-// it; plus the overhead; and one pod slot.
-func schedRequests(sp *schedPodSpecJSON) schedRes {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Overhead: sp.Overhead, Resources: sp.Resources,
-		Containers: make([]corev1.Container, len(sp.Containers)), InitContainers: make([]corev1.Container, len(sp.InitContainers))}}
-	for i, c := range sp.Containers {
-		pod.Spec.Containers[i].Resources.Requests = c.Resources.Requests
-	}
-	for i, c := range sp.InitContainers {
-		pod.Spec.InitContainers[i].Resources.Requests = c.Resources.Requests
-		pod.Spec.InitContainers[i].RestartPolicy = c.RestartPolicy
-	}
-	r := schedResOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
-	r.pods = 1
-	return r
-}
-
-func decodeSchedPod(raw []byte) (*schedPod, error) {
-	var j schedPodJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return nil, err
-	}
-	m, sp := &j.Metadata, &j.Spec
-	p := &schedPod{key: m.Namespace + "/" + m.Name, uid: m.UID, namespace: m.Namespace, name: m.Name,
-		labels: m.Labels, node: sp.NodeName, nominated: j.Status.NominatedNodeName,
-		deleting: m.DeletionTimestamp != nil, phase: j.Status.Phase,
-		spread: sp.TopologySpreadConstraints, nodeSelector: sp.NodeSelector, affinity: sp.Affinity,
-		tolerations:  sp.Tolerations,
-		preemptNever: sp.PreemptionPolicy != nil && *sp.PreemptionPolicy == string(corev1.PreemptNever)}
-	if sp.Priority != nil {
-		p.priority = *sp.Priority
-	}
-	for _, ref := range m.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			p.owner = ref.Kind + "/" + ref.Name
-		}
-	}
-	if a := sp.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
-		p.hasPodAffinityTerms = true
-	}
-	p.requests = schedRequests(sp)
-	p.filtered = len(sp.ResourceClaims) > 0
-	for _, v := range sp.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			p.filtered = true
-		}
-	}
-	for _, cs := range [][]schedContainerJSON{sp.Containers, sp.InitContainers} {
-		for _, c := range cs {
-			for _, port := range c.Ports {
-				if port.HostPort > 0 {
-					p.filtered = true
-				}
-			}
-		}
-	}
-	return p, nil
-}
-
-func decodeSchedNode(raw []byte) (*schedNode, error) {
-	var j struct {
-		Metadata struct {
-			Name   string            `json:"name"`
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			Unschedulable bool           `json:"unschedulable"`
-			Taints        []corev1.Taint `json:"taints"`
-		} `json:"spec"`
-		Status struct {
-			Allocatable corev1.ResourceList `json:"allocatable"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return nil, err
-	}
-	return &schedNode{name: j.Metadata.Name, labels: j.Metadata.Labels, taints: j.Spec.Taints,
-		unschedulable: j.Spec.Unschedulable, alloc: schedResOf(j.Status.Allocatable)}, nil
-}
-
-func decodeSchedPDB(raw []byte) (*schedPDB, error) {
-	var j struct {
-		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-		Spec struct {
-			Selector *metav1.LabelSelector `json:"selector"`
-		} `json:"spec"`
-		Status struct {
-			DisruptionsAllowed int32                  `json:"disruptionsAllowed"`
-			DisruptedPods      map[string]metav1.Time `json:"disruptedPods"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return nil, err
-	}
-	pdb := &schedPDB{namespace: j.Metadata.Namespace, name: j.Metadata.Name, allowed: j.Status.DisruptionsAllowed,
-		selector: labels.Nothing()}
-	if len(j.Status.DisruptedPods) > 0 {
-		pdb.disrupted = make(map[string]bool, len(j.Status.DisruptedPods))
-		for name := range j.Status.DisruptedPods {
-			pdb.disrupted[name] = true
-		}
-	}
-	if j.Spec.Selector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil {
-			pdb.selector = sel
-		}
-	}
-	return pdb, nil
 }
 
 // schedLostEvents reports whether the history notes store events that were
