@@ -13,9 +13,10 @@ import (
 // view is one history decoded once and indexed: what the checkers of one
 // Check read, so that no two of them decode the same store event or walk
 // the same calls again. Each part (the pods by UID and key, the nodes, the
-// container runs, the pod creators, the scheduler's objects, …) is built on
-// first use by whichever checker asks first, the others waiting for it, and
-// never changes after: checkers read a view concurrently. A part's build
+// container runs, the pod creators, the scheduler's objects, the
+// validation, …) is built once, on first use or when Check warms the parts
+// a checker that applies reads, the checkers that need it waiting for it,
+// and never changes after: checkers read a view concurrently. A part's build
 // runs in a goroutine of its own, bounded by the view's context (Check's,
 // cancelled when Check returns), so that a checker whose own time runs out
 // stops waiting and answers Unknown while the build goes on for the others.
