@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -223,4 +225,71 @@ func sameUpToUnknown(want, got []string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+// podNodeNameCases are pods whose spec.nodeName a scan could misread.
+var podNodeNameCases = []string{
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c"}],"nodeName":"n1"}}`,
+	`{"metadata":{"annotations":{"nodeName":"fake"},"labels":{"spec":"x"}},"spec":{"containers":[]}}`,
+	`{"metadata":{"annotations":{"nodeName":"fake"}},"spec":{"nodeName":"real"}}`,
+	`{"metadata":{"annotations":{"a":"\"nodeName\":\"fake\""}},"spec":{}}`,
+	`{"metadata":{"name":"a"},"spec":{"affinity":{"nodeAffinity":{"x":{"nodeName":"deep"}}},"nodeName":"n2"}}`,
+	`{"metadata":{"name":"a"},"spec":{"nodeName":"n\u0031"}}`,
+	`{"metadata":{"name":"a"},"spec":{"nodeName":null}}`,
+	`{"metadata":{"name":"a"},"spec" : { "nodeName" : "spaced" } }`,
+	`{"spec":{"nodeName":"early"},"status":{"nominatedNodeName":"other"}}`,
+	`{"status":{"nodeName":"no"},"spec":{"containers":[{"nodeName":"no"}]}}`,
+	`{"spec":["nodeName","x"]}`,
+}
+
+// TestPodNodeNameMatchesDecoding: the scan gives what decoding gives.
+func TestPodNodeNameMatchesDecoding(t *testing.T) {
+	for _, c := range podNodeNameCases {
+		if got, want := podNodeName([]byte(c)), decodeNodeName([]byte(c)); got != want {
+			t.Errorf("podNodeName(%s) = %q, decoding gives %q", c, got, want)
+		}
+	}
+	if got := podNodeName([]byte(podNodeNameCases[0])); got != "n1" {
+		t.Errorf("podNodeName of a bound pod = %q, want n1", got)
+	}
+}
+
+func FuzzPodNodeName(f *testing.F) {
+	for _, c := range podNodeNameCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || bytes.Count(data, []byte("nodeName")) > 1 || bytes.Count(data, []byte("spec")) > 1 {
+			// Stored objects are the server's own encodings: JSON, and
+			// no key twice in one object.
+			return
+		}
+		if got, want := podNodeName(data), decodeNodeName(data); got != want {
+			t.Errorf("podNodeName(%q) = %q, decoding gives %q", data, got, want)
+		}
+	})
+}
+
+// BenchmarkPodNodeName reads spec.nodeName of a stored pod of about 2 KiB:
+// by the scan, and by decoding.
+func BenchmarkPodNodeName(b *testing.B) {
+	pod := makePod("bench").node("node-17").label("app", "bench").grace(30).obj()
+	pod.Annotations = map[string]string{"podsafe.io/script.c": "run=5s exit=0 prestop=2s", "note": strings.Repeat("x", 1200)}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) string
+	}{{"scan", podNodeName}, {"decode", decodeNodeName}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.f(data) != "node-17" {
+					b.Fatal("wrong node")
+				}
+			}
+		})
+	}
 }
