@@ -90,7 +90,7 @@ fmt:
 # capped, so that a slow target keeps fuzzing.
 FUZZTIME  ?= 60s
 FUZZFLAGS ?= -parallel 2 -fuzzminimizetime 10s
-FUZZ_TARGETS ?= history:FuzzRead history:FuzzWalkProto checker:FuzzCheck checker:FuzzPodDecode apiserver:FuzzRequestBody specs:FuzzScenario
+FUZZ_TARGETS ?= history:FuzzRead history:FuzzWalkProto checker:FuzzCheck checker:FuzzPodDecode checker:FuzzPoPlain8 checker:FuzzContainsQuoted apiserver:FuzzRequestBody apiserver:FuzzPodNodeName raftstore:FuzzCanonical specs:FuzzScenario
 fuzz: ## run every fuzz target for FUZZTIME (default 60s) each, one after another
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; echo "== $$name ./$$pkg/"; \
