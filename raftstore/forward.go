@@ -175,6 +175,10 @@ type forwardClient struct {
 // understands, so it is not put in URLs.
 func memberHost(i int) string { return "member" + strconv.Itoa(i) + ".raftstore" }
 
+// forwardIdleConns is how many idle connections a member keeps to each
+// other member for forwarded requests.
+const forwardIdleConns = 64
+
 func newForwardClient(cfg Config) *forwardClient {
 	c := &forwardClient{cfg: cfg, hosts: map[string]string{}}
 	for i, m := range cfg.Members {
@@ -190,8 +194,11 @@ func newForwardClient(cfg Config) *forwardClient {
 			defer cancel()
 			return cfg.Dial(ctx, addr)
 		},
-		MaxIdleConns:        4 * len(cfg.Members),
-		MaxIdleConnsPerHost: 4,
+		// Enough idle connections for the requests a busy follower has in
+		// flight at once (an API server with dozens of clients), so they
+		// are not dialled and closed again under load.
+		MaxIdleConns:        forwardIdleConns * len(cfg.Members),
+		MaxIdleConnsPerHost: forwardIdleConns,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
