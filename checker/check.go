@@ -53,6 +53,7 @@ func checkOne(ctx context.Context, h *history.History, opts Options, name string
 	defer done()
 	for _, d := range registry() {
 		if d.Name == name {
+			v.warm(d.reads, d.assumes)
 			if res, broken := v.unassumed(ctx, &d, opts); broken {
 				return res
 			}
@@ -186,7 +187,6 @@ func registry() []checkerDef {
 			Guarantees:  preemptionGuarantees,
 		},
 		assumes: []assumption{assumeCallsWellFormed},
-		reads:   []viewPart{partSched},
 		applies: onHistoryIf(preemptApplies),
 		check:   checkPreemptionView,
 	}, {
@@ -196,7 +196,7 @@ func registry() []checkerDef {
 			Guarantees:  spreadGuarantees,
 		},
 		assumes: []assumption{assumeCallsWellFormed},
-		reads:   []viewPart{partSched},
+		reads:   []viewPart{partSchedAll},
 		applies: func(v *view) bool { return v.podText(func(pi *podIndex) bool { return pi.spread }, spreadApplies) },
 		check:   checkSpreadView,
 	}, {

@@ -146,7 +146,8 @@ const (
 	partNodes
 	partRuns
 	partCreators
-	partSched
+	// partSchedAll: the scheduler's objects, every one decoded.
+	partSchedAll
 )
 
 // warm starts building the given parts, and the validation of the given
@@ -168,8 +169,10 @@ func (v *view) warm(parts []viewPart, assumes []assumption) {
 				v.runs(v.ctx)
 			case partCreators:
 				v.creators(v.ctx)
-			case partSched:
-				v.schedObjects(v.ctx)
+			case partSchedAll:
+				if objs, ok := v.schedObjects(v.ctx); ok {
+					objs.decodeAll(v.ctx)
+				}
 			}
 		}()
 	}

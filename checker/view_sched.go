@@ -36,8 +36,14 @@ type schedObjects struct {
 	times []int64
 	// rvs[i] is events[i]'s resourceVersion (0 when it does not parse).
 	rvs []uint64
-	// decoded[i] is events[i]'s object.
+	// decoded[i] is events[i]'s object, once the chunk of podChunk events
+	// it is in was decoded (chunks[i/podChunk]); a replay decodes what it
+	// reaches, a checker that replays everything has it decoded
+	// beforehand on every processor (decodeAll).
 	decoded []schedDecoded
+	chunks  []sync.Once
+	// nodes[i] is events[i]'s node as the view's nodes decoded it, if any.
+	nodes []*nodeObject
 }
 
 // schedDecoded is the object of one event of schedObjects, decoded: the
@@ -60,7 +66,7 @@ func (v *view) schedObjects(ctx context.Context) (*schedObjects, bool) {
 		if !ok {
 			return nil, false
 		}
-		return buildSchedObjects(ctx, v.h.Store, nodes)
+		return buildSchedObjects(v.h.Store, nodes), true
 	})
 }
 
@@ -74,10 +80,10 @@ func (v *view) schedReplay(ctx context.Context) (*schedReplay, bool) {
 	return objs.replay(), true
 }
 
-// buildSchedObjects orders and decodes the scheduler's events of store, the
-// pods on every processor; nodes come from the view's nodes when given. It
-// reports false when ctx ended first.
-func buildSchedObjects(ctx context.Context, store []history.StoreEvent, nodes *nodeIndex) (*schedObjects, bool) {
+// buildSchedObjects orders the scheduler's events of store; their objects
+// are decoded later, a chunk at a time (see decode), the nodes' taken from
+// the view's nodes when given.
+func buildSchedObjects(store []history.StoreEvent, nodes *nodeIndex) *schedObjects {
 	var idx []int
 	for i := range store {
 		if schedKindOf(store[i].Resource) != schedOther {
@@ -97,13 +103,8 @@ func buildSchedObjects(ctx context.Context, store []history.StoreEvent, nodes *n
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return rvs[idx[a]] < rvs[idx[b]] })
 	o := &schedObjects{events: make([]history.StoreEvent, len(idx)), times: make([]int64, len(idx)),
-		rvs: make([]uint64, len(idx)), decoded: make([]schedDecoded, len(idx))}
-	var hi int64
-	for k, i := range idx {
-		o.events[k] = store[i]
-		hi = max(hi, store[i].T)
-		o.times[k], o.rvs[k] = hi, rvs[i]
-	}
+		rvs: make([]uint64, len(idx)), decoded: make([]schedDecoded, len(idx)),
+		nodes: make([]*nodeObject, len(idx)), chunks: make([]sync.Once, (len(idx)+podChunk-1)/podChunk)}
 	var nodeAt map[int]*nodeObject
 	if nodes != nil {
 		nodeAt = make(map[int]*nodeObject, len(nodes.versions))
@@ -111,48 +112,58 @@ func buildSchedObjects(ctx context.Context, store []history.StoreEvent, nodes *n
 			nodeAt[nv.store] = nv.obj
 		}
 	}
+	var hi int64
+	for k, i := range idx {
+		o.events[k] = store[i]
+		hi = max(hi, store[i].T)
+		o.times[k], o.rvs[k] = hi, rvs[i]
+		o.nodes[k] = nodeAt[i]
+	}
+	return o
+}
 
-	// Pods are most of the events and the dearest to decode: every
-	// processor takes a share.
+// decode makes sure the object of event k is decoded: it decodes the chunk
+// of events k is in, once, whichever replay (or warm) gets there first.
+func (o *schedObjects) decode(k int) {
+	c := k / podChunk
+	o.chunks[c].Do(func() {
+		for k := c * podChunk; k < min((c+1)*podChunk, len(o.events)); k++ {
+			ev, d := &o.events[k], &o.decoded[k]
+			switch schedKindOf(ev.Resource) {
+			case schedPods:
+				d.pod, d.err = schedDecode(ev, "pod", decodeSchedPod)
+			case schedNodes:
+				if n := o.nodes[k]; n != nil && ev.Type != history.StoreDeleted {
+					d.node = schedNodeOf(n)
+					continue
+				}
+				d.node, d.err = schedDecode(ev, "node", decodeSchedNode)
+			case schedPDBs:
+				d.pdb, d.err = schedDecode(ev, "PodDisruptionBudget", decodeSchedPDB)
+			case schedClasses:
+				d.class, d.err = schedDecode(ev, "PriorityClass", decodeSchedClass)
+			}
+		}
+	})
+}
+
+// decodeAll decodes every object on every processor, for a checker that
+// replays them all (the spread checker), until ctx ends.
+func (o *schedObjects) decodeAll(ctx context.Context) {
 	var next atomic.Int64
-	var cancelled atomic.Bool
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(idx)/podChunk+1) {
+	for range min(runtime.GOMAXPROCS(0), len(o.chunks)) {
 		wg.Go(func() {
-			for {
-				if ctx.Err() != nil {
-					cancelled.Store(true)
+			for ctx.Err() == nil {
+				c := int(next.Add(1)) - 1
+				if c >= len(o.chunks) {
 					return
 				}
-				lo := int(next.Add(podChunk)) - podChunk
-				if lo >= len(idx) {
-					return
-				}
-				for k := lo; k < min(lo+podChunk, len(idx)); k++ {
-					ev, d := &o.events[k], &o.decoded[k]
-					switch schedKindOf(ev.Resource) {
-					case schedPods:
-						d.pod, d.err = schedDecode(ev, "pod", decodeSchedPod)
-					case schedNodes:
-						if n, ok := nodeAt[idx[k]]; ok && n != nil && ev.Type != history.StoreDeleted {
-							d.node = schedNodeOf(n)
-							continue
-						}
-						d.node, d.err = schedDecode(ev, "node", decodeSchedNode)
-					case schedPDBs:
-						d.pdb, d.err = schedDecode(ev, "PodDisruptionBudget", decodeSchedPDB)
-					case schedClasses:
-						d.class, d.err = schedDecode(ev, "PriorityClass", decodeSchedClass)
-					}
-				}
+				o.decode(c * podChunk)
 			}
 		})
 	}
 	wg.Wait()
-	if cancelled.Load() {
-		return nil, false
-	}
-	return o, true
 }
 
 // schedDecode decodes with decode the object of ev, a store event of the
@@ -369,8 +380,7 @@ func (o *schedObjects) replay() *schedReplay {
 // newSchedReplay decodes h's scheduler objects on their own and starts a
 // replay of them.
 func newSchedReplay(h *history.History) *schedReplay {
-	o, _ := buildSchedObjects(context.Background(), h.Store, nil)
-	return o.replay()
+	return buildSchedObjects(h.Store, nil).replay()
 }
 
 // step applies the next event and returns its change; false when none is
@@ -382,6 +392,7 @@ func (r *schedReplay) step() (*schedChange, bool, error) {
 	}
 	i := r.next
 	r.next++
+	r.decode(i)
 	ch, err := r.state.apply(&r.events[i], i, &r.decoded[i])
 	if err != nil {
 		ch = schedChange{kind: schedOther, idx: i, t: r.events[i].T}
