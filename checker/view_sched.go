@@ -309,19 +309,7 @@ func decodeSchedPod(raw []byte) (*schedPod, error) {
 }
 
 func decodeSchedNode(raw []byte) (*schedNode, error) {
-	var j struct {
-		Metadata struct {
-			Name   string            `json:"name"`
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			Unschedulable bool           `json:"unschedulable"`
-			Taints        []corev1.Taint `json:"taints"`
-		} `json:"spec"`
-		Status struct {
-			Allocatable corev1.ResourceList `json:"allocatable"`
-		} `json:"status"`
-	}
+	var j nodeObject
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, err
 	}
