@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"testing"
-	"time"
 )
 
 // StartForTest builds and starts a cluster from cfg for a test or benchmark,
@@ -15,8 +14,7 @@ func StartForTest(tb testing.TB, cfg Config) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// A generous bound, growing with the nodes that must register.
-	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, time.Duration(len(cfg.Topology.Nodes))*100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Topology.StartTimeout())
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		tb.Fatal(err)

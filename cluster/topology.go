@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -85,3 +86,10 @@ func MemberHost(i int) string { return fmt.Sprintf("cp-%d", i) }
 
 // ClientHost is the network host name of client i (workload processes).
 func ClientHost(i int) string { return fmt.Sprintf("client-%d", i) }
+
+// StartTimeout is a generous bound on starting a cluster of t, growing with
+// the nodes that must register (100 ms each, at least 30 s): it turns a
+// hang into an error, it does not time a slow machine.
+func (t Topology) StartTimeout() time.Duration {
+	return max(30*time.Second, time.Duration(len(t.Nodes))*100*time.Millisecond)
+}

@@ -310,8 +310,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 	if err != nil {
 		return nil, err
 	}
-	// A generous bound, growing with the nodes that must register.
-	startCtx, cancel := context.WithTimeout(ctx, max(30*time.Second, time.Duration(len(s.Topology.Nodes))*100*time.Millisecond))
+	startCtx, cancel := context.WithTimeout(ctx, s.Topology.StartTimeout())
 	err = c.Start(startCtx)
 	cancel()
 	if err != nil {
