@@ -87,6 +87,11 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// OnSnapshot, if set, is told of every snapshot this member takes,
+	// installs from the leader or restores from its own disk as it starts
+	// (the counts are in Store.SnapshotStats). It is called from raft's
+	// goroutines, possibly concurrently, and must not block.
+	OnSnapshot func(SnapshotEvent)
 
 	// WatchWindow is the number of most recent events (of all resources) kept
 	// for resuming watches. A watcher that falls more than WatchWindow events

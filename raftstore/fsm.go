@@ -157,6 +157,7 @@ type fsm struct {
 	// delay is an injected fault (SetApplyDelay): every command waits this
 	// long before it is applied, as on a member whose disk or CPU is slow.
 	delay atomic.Int64
+	snaps snapCounters // snapshots taken, installed and restored (snapstats.go)
 }
 
 // appliedWaiter is closed once the state machine has applied index.

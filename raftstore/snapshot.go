@@ -32,6 +32,9 @@ type snapshotObject struct {
 type fsmSnapshot struct {
 	applied uint64
 	objects []snapshotObject
+	// counters counts the snapshot once it is persisted; nil in tests
+	// that build a snapshot by hand.
+	counters *snapCounters
 }
 
 var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
@@ -41,7 +44,7 @@ var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	snap := &fsmSnapshot{applied: f.applied}
+	snap := &fsmSnapshot{applied: f.applied, counters: &f.snaps}
 	for _, byKey := range f.objects {
 		for k, s := range byKey {
 			snap.objects = append(snap.objects, snapshotObject{Key: k, RV: s.rv, Data: s.data})
@@ -56,7 +59,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return fmt.Errorf("persisting snapshot at index %d: %w", s.applied, err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.counters != nil {
+		s.counters.tookSnapshot(s.applied, len(s.objects))
+	}
+	return nil
 }
 
 func (s *fsmSnapshot) write(w io.Writer) error {
@@ -80,6 +89,8 @@ func (s *fsmSnapshot) Release() {}
 // Restore replaces the whole state with a snapshot. Events before the
 // snapshot are gone, so the watch window restarts at the snapshot's applied
 // index and current watchers are closed (they would otherwise miss events).
+// raft calls it for the member's own latest snapshot as it starts and for
+// every snapshot the leader sends; the two are counted apart (snapCounters).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	dec := json.NewDecoder(bufio.NewReader(rc))
@@ -109,11 +120,12 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.objects = objects
 	f.setAppliedLocked(hdr.Applied)
 	f.hub.reset(hdr.Applied)
 	f.reindexLocked()
+	f.mu.Unlock()
 	f.log.Info("restored snapshot", "applied", hdr.Applied, "objects", hdr.Count)
+	f.snaps.restoredSnapshot(hdr.Applied, hdr.Count)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -89,45 +90,163 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 	}
 }
 
-func TestInstallSnapshotToLaggingFollower(t *testing.T) {
-	c := OpenTestCluster(t, 3, WithConfig(func(cfg *Config) {
-		cfg.TrailingLogs = 4
-		cfg.SnapshotThreshold = 16
-	}))
-	ctx := testCtx(t)
-	leader := c.Leader()
-	before := create(ctx, leader, Key{Resource: "pods", Name: "before"})
-	c.WaitApplied(before.RV)
-	follower := c.Followers()[0]
-	watch, err := follower.Watch(ctx, "pods", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.IsolateMember(c.Index(follower.ID()))
-	var last Object
-	for i := range 40 {
-		last = create(ctx, leader, Key{Resource: "pods", Name: fmt.Sprint(i)})
-	}
-	if err := leader.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	c.Net.Heal()
-	c.WaitApplied(last.RV)
+// snapshotLog collects every member's snapshot events (Config.OnSnapshot).
+type snapshotLog struct {
+	mu     sync.Mutex
+	events map[string][]SnapshotEvent
+}
 
-	want, _, err := leader.List(ctx, "pods", "")
-	if err != nil {
-		t.Fatal(err)
+func (l *snapshotLog) option() TestOption {
+	return WithConfig(func(cfg *Config) {
+		id := cfg.ID
+		cfg.OnSnapshot = func(e SnapshotEvent) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.events == nil {
+				l.events = map[string][]SnapshotEvent{}
+			}
+			l.events[id] = append(l.events[id], e)
+		}
+	})
+}
+
+func (l *snapshotLog) of(id string, kind SnapshotKind) []SnapshotEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []SnapshotEvent
+	for _, e := range l.events[id] {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
 	}
-	got, _ := follower.fsm.list("pods", "")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("follower state after snapshot install (-want +got):\n%s", diff)
-	}
-	// The follower's watch was closed by the restore, and resuming from
-	// before the snapshot is too old there.
-	for range watch {
-	}
-	if _, err := follower.Watch(ctx, "pods", before.RV); !errors.Is(err, ErrTooOld) {
-		t.Errorf("follower Watch from %d after restore: err = %v, want ErrTooOld", before.RV, err)
+	return out
+}
+
+// TestInstallSnapshotToLaggingFollower: a follower that falls further
+// behind than TrailingLogs, cut off or killed, is sent the leader's
+// snapshot when it is back; the install is counted apart from a restart's
+// restore of the member's own snapshot, and the follower's objects,
+// resourceVersions and watches are then the leader's.
+func TestInstallSnapshotToLaggingFollower(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		durable bool
+	}{
+		{"partitioned", false},
+		{"killed and restarted", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var events snapshotLog
+			opts := []TestOption{events.option(), WithConfig(func(cfg *Config) {
+				cfg.TrailingLogs = 4
+				cfg.SnapshotThreshold = 16
+			})}
+			if tt.durable {
+				opts = append(opts, WithDurable())
+			}
+			c := OpenTestCluster(t, 3, opts...)
+			ctx := testCtx(t)
+			leader := c.Leader()
+			before := create(ctx, leader, Key{Resource: "pods", Name: "before"})
+			c.WaitApplied(before.RV)
+			follower := c.Followers()[0]
+			fi := c.Index(follower.ID())
+			if tt.durable {
+				// The follower's own snapshot, restored when it restarts.
+				if err := follower.Snapshot(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			watch, err := follower.Watch(ctx, "pods", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.durable {
+				c.Kill(fi)
+			} else {
+				c.IsolateMember(fi)
+			}
+			var last Object
+			for i := range 40 {
+				last = create(ctx, leader, Key{Resource: "pods", Name: fmt.Sprint(i)})
+			}
+			// The leader compacts its log past what the follower has.
+			if err := leader.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			if got := leader.SnapshotStats().Taken; got == 0 {
+				t.Errorf("leader took %d snapshots, want at least 1", got)
+			}
+			if tt.durable {
+				follower = c.Restart(fi)
+			} else {
+				if got := follower.SnapshotStats().Installed; got != 0 {
+					t.Errorf("cut-off follower installed %d snapshots before it was back", got)
+				}
+				c.Net.Heal()
+			}
+			c.WaitApplied(last.RV)
+
+			st := follower.SnapshotStats()
+			if st.Installed == 0 {
+				t.Errorf("follower stats %+v: no snapshot installed", st)
+			}
+			wantRestored := uint64(0)
+			if tt.durable {
+				wantRestored = 1 // its own snapshot, as it restarted
+			}
+			if st.Restored != wantRestored {
+				t.Errorf("follower stats %+v: restored on start %d times, want %d", st, st.Restored, wantRestored)
+			}
+			if got := leader.SnapshotStats().Installed; got != 0 {
+				t.Errorf("leader installed %d snapshots", got)
+			}
+			installs := events.of(follower.ID(), SnapshotInstalled)
+			if uint64(len(installs)) != st.Installed {
+				t.Errorf("OnSnapshot was told of %d installs, stats say %d", len(installs), st.Installed)
+			}
+			if n := len(installs); n > 0 && installs[n-1].Index < last.RV-4 {
+				t.Errorf("installed snapshot covers index %d, want at least %d", installs[n-1].Index, last.RV-4)
+			}
+			if got := len(events.of(follower.ID(), SnapshotRestored)); uint64(got) != st.Restored {
+				t.Errorf("OnSnapshot was told of %d restores on start, stats say %d", got, st.Restored)
+			}
+			if len(events.of(leader.ID(), SnapshotTaken)) == 0 {
+				t.Error("OnSnapshot was told of no snapshot the leader took")
+			}
+
+			want, _, err := leader.List(ctx, "pods", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := follower.fsm.list("pods", "")
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("follower state after snapshot install (-want +got):\n%s", diff)
+			}
+			// A watch opened before was closed (by the restore, or by the
+			// crash), and resuming from before the snapshot is too old
+			// there.
+			for range watch {
+			}
+			if _, err := follower.Watch(ctx, "pods", before.RV); !errors.Is(err, ErrTooOld) {
+				t.Errorf("follower Watch from %d after install: err = %v, want ErrTooOld", before.RV, err)
+			}
+			// A watch from what the follower now holds resumes: it gets
+			// the next write, with the leader's resourceVersion.
+			resumed, err := follower.Watch(ctx, "pods", last.RV)
+			if err != nil {
+				t.Fatalf("follower Watch from %d after install: %v", last.RV, err)
+			}
+			next := create(ctx, leader, Key{Resource: "pods", Name: "after"})
+			select {
+			case ev, ok := <-resumed:
+				if !ok || ev.Object.Key != next.Key || ev.Object.RV != next.RV {
+					t.Errorf("resumed watch delivered %+v (open %v), want %s at RV %d", ev.Object, ok, next.Key, next.RV)
+				}
+			case <-ctx.Done():
+				t.Fatal("resumed watch delivered nothing")
+			}
+		})
 	}
 }
 

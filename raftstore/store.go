@@ -208,6 +208,7 @@ func Open(cfg Config) (*Store, error) {
 		return fail(fmt.Errorf("starting raft: %w", err))
 	}
 	s.raft = r
+	s.fsm.snaps.start(cfg.OnSnapshot) // restores from here on are the leader's snapshots
 
 	obsCh := make(chan raft.Observation, 16)
 	s.observer = raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
