@@ -62,7 +62,7 @@ func Encode(h *History) ([]byte, error) {
 	}
 	event := func(in Interval, phase NemesisPhase, wall time.Time) NemesisEvent {
 		return NemesisEvent{ID: in.ID, Name: in.Name, Description: in.Description, Phase: phase, Targets: in.Targets,
-			Links: in.Links, Components: in.Components, Params: in.Params, Wall: wall}
+			Effect: in.Effect, Links: in.Links, Components: in.Components, Nodes: in.Nodes, Params: in.Params, Wall: wall}
 	}
 	for _, in := range h.Nemesis {
 		if in.Healed {

@@ -166,22 +166,29 @@ const (
 // fault with the same ID; with no ID (zero), it closes the oldest open fault
 // with the same Name. An end may leave Name empty when it has an ID.
 //
-// Links, Components and Params say what the fault did in a form a checker
-// can use without parsing Description; histories written before they
-// existed have none, and an end line may leave them out.
+// Effect, Links, Components, Nodes and Params say what the fault did in a
+// form a checker can use without parsing Name or Description; histories
+// written before they existed have none, and an end line may leave them
+// out.
 type NemesisEvent struct {
 	ID          uint64       `json:"id,omitempty"`
 	Name        string       `json:"name,omitempty"`
 	Description string       `json:"description,omitempty"`
 	Phase       NemesisPhase `json:"phase"`
 	Targets     []string     `json:"targets,omitempty"`
+	// Effect says what the fault did to what Links, Components and Nodes
+	// name (see FaultEffect).
+	Effect FaultEffect `json:"effect,omitempty"`
 	// Links are the links the fault cut (partitions).
 	Links []target.Link `json:"links,omitempty"`
 	// Components are the components the fault acted on: killed, paused,
 	// clock moved, slowed, powered off.
 	Components []string `json:"components,omitempty"`
-	// Params are the fault's drawn parameters by name ("member", "node",
-	// "offset", "delay", …; see package nemesis).
+	// Nodes are the nodes whose kubelets the fault acted on, or whose
+	// hosts' links it cut.
+	Nodes []string `json:"nodes,omitempty"`
+	// Params are the fault's drawn parameters by name (the Param keys:
+	// ParamMember, ParamNode, ParamOffset, ParamFailpoint, …).
 	Params map[string]string `json:"params,omitempty"`
 	// Wall is the wall time of the event; set by the recorder.
 	Wall time.Time `json:"wall"`
@@ -196,10 +203,13 @@ type Interval struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description,omitempty"`
 	Targets     []string `json:"targets,omitempty"`
-	// Links, Components and Params are the start's (see NemesisEvent);
-	// empty in histories written before they existed.
+	// Effect, Links, Components, Nodes and Params are the start's (see
+	// NemesisEvent); empty in histories written before they existed
+	// (FaultEffect and FaultNodes answer for those too).
+	Effect     FaultEffect       `json:"effect,omitempty"`
 	Links      []target.Link     `json:"links,omitempty"`
 	Components []string          `json:"components,omitempty"`
+	Nodes      []string          `json:"nodes,omitempty"`
 	Params     map[string]string `json:"params,omitempty"`
 	Start      int64             `json:"start"`
 	End        int64             `json:"end"`

@@ -368,11 +368,9 @@ func (ld *loader) nemesis(ev NemesisEvent) error {
 		} else {
 			ld.open[k] = q[1:]
 		}
-		ld.h.Nemesis = append(ld.h.Nemesis, Interval{
-			ID: s.ev.ID, Name: s.ev.Name, Description: s.ev.Description, Targets: s.ev.Targets,
-			Links: s.ev.Links, Components: s.ev.Components, Params: s.ev.Params,
-			Start: s.start, End: ev.T, Healed: true, StartWall: s.ev.Wall, EndWall: ev.Wall,
-		})
+		iv := intervalOf(s.ev, s.start, ev.T)
+		iv.Healed, iv.EndWall = true, ev.Wall
+		ld.h.Nemesis = append(ld.h.Nemesis, iv)
 	default:
 		return contradict("nemesis event %q has phase %q, want %q or %q", ev.Name, ev.Phase, PhaseStart, PhaseEnd)
 	}
@@ -383,22 +381,16 @@ func (ld *loader) finish() *History {
 	h := ld.h
 	for _, q := range ld.open {
 		for _, s := range q {
-			h.Nemesis = append(h.Nemesis, Interval{
-				ID: s.ev.ID, Name: s.ev.Name, Description: s.ev.Description, Targets: s.ev.Targets,
-				Links: s.ev.Links, Components: s.ev.Components, Params: s.ev.Params,
-				Start: s.start, End: h.End, StartWall: s.ev.Wall,
-			})
+			h.Nemesis = append(h.Nemesis, intervalOf(s.ev, s.start, h.End))
 		}
 	}
 	// An end whose start was never recorded still shows the fault was
 	// active before it; when it began is unknown, so the interval spans
 	// from the start of the history.
 	for _, ev := range ld.orphanEnd {
-		h.Nemesis = append(h.Nemesis, Interval{
-			ID: ev.ID, Name: ev.Name, Description: ev.Description, Targets: ev.Targets,
-			Links: ev.Links, Components: ev.Components, Params: ev.Params,
-			Start: 0, End: ev.T, Healed: true, StartWall: h.Meta.Start, EndWall: ev.Wall,
-		})
+		iv := intervalOf(ev, 0, ev.T)
+		iv.Healed, iv.StartWall, iv.EndWall = true, h.Meta.Start, ev.Wall
+		h.Nemesis = append(h.Nemesis, iv)
 	}
 	sort.SliceStable(h.Ops, func(i, j int) bool {
 		if h.Ops[i].Invoke != h.Ops[j].Invoke {
