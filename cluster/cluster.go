@@ -88,6 +88,14 @@ type Config struct {
 	// controller's force deletion on their own, with the defence in depth
 	// out of the way.
 	BypassAuthority bool
+	// Raft are the raft timings and snapshot sizes of every member (zero
+	// fields: raftstore's defaults).
+	Raft RaftParams
+	// OnSnapshot, if set, is told of every snapshot a member takes,
+	// installs from the leader or restores from disk as it starts
+	// (raftstore.Config.OnSnapshot), with the member's host name. It must
+	// not block.
+	OnSnapshot func(member string, e raftstore.SnapshotEvent)
 
 	_ struct{}
 }
@@ -127,6 +135,9 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if cfg.TimeScale < 1 {
 		return nil, fmt.Errorf("%w: time scale must be at least 1, got %g", ErrInvalidTopology, cfg.TimeScale)
+	}
+	if err := cfg.Raft.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTopology, err)
 	}
 	if cfg.Durable && cfg.DataDir == "" {
 		return nil, fmt.Errorf("%w: durable storage needs a data directory", ErrInvalidTopology)

@@ -74,6 +74,7 @@ func (c *Cluster) startMember(m *member) (err error) {
 		Logger:  log.With("component", "raftstore"),
 		Indexes: apiserver.StoreIndexes(),
 	}
+	c.configureRaft(&scfg, m.host)
 	if c.cfg.Durable {
 		scfg.Durable = true
 		scfg.DataDir = memberDataDir(c.cfg.DataDir, m.host)
