@@ -32,8 +32,8 @@ type Store struct {
 	hub    *hub
 	trans  *raft.NetworkTransport
 	stream *streamLayer
-	bolt   *raftboltdb.BoltStore // nil in memory
-	lock   *dirlock.Lock         // the data directory's; nil in memory
+	disk   *disk         // nil in memory
+	lock   *dirlock.Lock // the data directory's; nil in memory
 
 	fwdServer *http.Server
 	fwdClient *forwardClient
@@ -61,6 +61,9 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
+	// reaped is closed once a crashed member's abandoned raft instance has
+	// stopped (at once by Close).
+	reaped chan struct{}
 }
 
 // Open starts a member as configured. With Bootstrap it also bootstraps the
@@ -87,6 +90,7 @@ func Open(cfg Config) (*Store, error) {
 		fsm:        newFSM(h, log),
 		leaderWake: make(chan struct{}),
 		closing:    make(chan struct{}),
+		reaped:     make(chan struct{}),
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 
@@ -123,19 +127,18 @@ func Open(cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
 		}
-		s.bolt = bolt
-		cache, err := raft.NewLogCache(512, bolt)
-		if err != nil {
-			bolt.Close()
-			return nil, fmt.Errorf("creating log cache: %w", err)
-		}
-		logs, stable = cache, bolt
 		fss, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
 		if err != nil {
 			bolt.Close()
 			return nil, fmt.Errorf("opening snapshot store in %s: %w", cfg.DataDir, err)
 		}
-		snaps = fss
+		s.disk = newDisk(bolt, fss, log)
+		cache, err := raft.NewLogCache(512, s.disk)
+		if err != nil {
+			s.disk.close()
+			return nil, fmt.Errorf("creating log cache: %w", err)
+		}
+		logs, stable, snaps = cache, s.disk, s.disk
 	} else {
 		mem := raft.NewInmemStore()
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
@@ -152,8 +155,8 @@ func Open(cfg Config) (*Store, error) {
 		s.endLife()
 		s.stream.shutdown()
 		s.trans.Close()
-		if s.bolt != nil {
-			s.bolt.Close()
+		if s.disk != nil {
+			s.disk.close()
 		}
 		return nil, err
 	}
@@ -276,11 +279,13 @@ func (s *Store) leaderChanged() <-chan struct{} {
 	return s.leaderWake
 }
 
-// Close stops the member abruptly, as a crash would: no leadership transfer
-// and no leaving the membership. Durable state written so far stays on disk.
-// Open watches are closed; calls in flight fail. Close closes both listeners.
+// Close stops the member cleanly: raft shuts down and everything it wrote
+// is synced before the data directory is released. It does not transfer
+// leadership or leave the membership. Open watches are closed; calls in
+// flight fail. Close closes both listeners. After Crash it does nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		defer close(s.reaped)
 		close(s.closing)
 		s.endLife()
 		var errs []error
@@ -299,8 +304,8 @@ func (s *Store) Close() error {
 		}
 		s.fwdClient.close()
 		s.hub.close()
-		if s.bolt != nil {
-			if err := s.bolt.Close(); err != nil {
+		if s.disk != nil {
+			if err := s.disk.close(); err != nil {
 				errs = append(errs, fmt.Errorf("closing raft log: %w", err))
 			}
 		}
@@ -317,6 +322,64 @@ func (s *Store) Close() error {
 	})
 	return s.closeErr
 }
+
+// Crash stops the member as a power failure would, at one instant and with
+// no shutdown path. Its network dies first, so that nothing it does
+// afterwards reaches another member or a client; then its disk freezes,
+// keeping only what was synced (see disk), and the data directory is
+// released: the member can be opened again at once, from exactly what was
+// durable. Raft is not shut down but abandoned: it may run on for a moment,
+// unreachable, against an in-memory copy of its storage, until it is reaped
+// in the background (Reaped). Calls in flight fail and open watches end.
+// Crash closes both listeners. After Close (or a Crash) it does nothing and
+// returns what that returned.
+func (s *Store) Crash() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.endLife()
+		// The network before the disk: an acknowledgement sent after the
+		// disk froze would vouch for an entry the disk never kept.
+		s.stream.shutdown()
+		_ = s.fwdServer.Close() // the forward listener and its conns
+		var (
+			errs []error
+			lost int
+		)
+		if s.disk != nil {
+			var err error
+			if lost, err = s.disk.crash(); err != nil {
+				errs = append(errs, fmt.Errorf("freezing raft log: %w", err))
+			}
+		}
+		if s.lock != nil {
+			if err := s.lock.Release(); err != nil {
+				errs = append(errs, fmt.Errorf("unlocking data dir: %w", err))
+			}
+		}
+		s.fwdClient.close()
+		s.hub.close()
+		s.closeErr = errors.Join(errs...)
+		s.log.Info("crashed store", "unsynced_entries_lost", lost)
+		go s.reap()
+	})
+	return s.closeErr
+}
+
+// reap stops a crashed member's abandoned raft instance. Nothing it does can
+// reach the disk or the network any more, so stopping it is only tidying up.
+func (s *Store) reap() {
+	defer close(s.reaped)
+	s.raft.DeregisterObserver(s.observer)
+	if err := s.raft.Shutdown().Error(); err != nil {
+		s.log.Debug("reaping crashed raft", "err", err)
+	}
+	_ = s.trans.Close()
+	s.wg.Wait()
+}
+
+// Reaped returns a channel closed once the member has stopped for good:
+// after Close returns, or once Crash's abandoned raft instance is reaped.
+func (s *Store) Reaped() <-chan struct{} { return s.reaped }
 
 func (s *Store) closed() bool {
 	select {

@@ -28,6 +28,9 @@ type TestCluster struct {
 	Net *TestNetwork
 
 	tb testing.TB
+	// crashed are the members killed so far, whose abandoned raft
+	// instances Close waits for.
+	crashed []*Store
 }
 
 // TestOption adjusts a TestCluster.
@@ -129,7 +132,8 @@ func listenLoopback(tb testing.TB, addr string) net.Listener {
 	return nil
 }
 
-// Close closes every running member.
+// Close closes every running member and waits (up to 10 s) until the
+// members it killed have been reaped.
 func (c *TestCluster) Close() {
 	for i, s := range c.Stores {
 		if s != nil {
@@ -137,6 +141,15 @@ func (c *TestCluster) Close() {
 				c.tb.Errorf("closing member %d: %v", i, err)
 			}
 			c.Stores[i] = nil
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for _, s := range c.crashed {
+		select {
+		case <-s.Reaped():
+		case <-deadline:
+			c.tb.Errorf("crashed member %s not reaped within 10s", s.ID())
+			return
 		}
 	}
 }
@@ -195,11 +208,23 @@ func (c *TestCluster) Followers() []*Store {
 	return out
 }
 
-// Kill closes member i abruptly (as a crash would: no leadership transfer).
+// Kill crashes member i (Store.Crash): no shutdown path runs, and a durable
+// member keeps only what it had synced.
 func (c *TestCluster) Kill(i int) {
 	c.tb.Helper()
-	if err := c.Stores[i].Close(); err != nil {
+	s := c.Stores[i]
+	if err := s.Crash(); err != nil {
 		c.tb.Errorf("killing member %d: %v", i, err)
+	}
+	c.crashed = append(c.crashed, s)
+	c.Stores[i] = nil
+}
+
+// Stop closes member i cleanly (Store.Close), for comparison with Kill.
+func (c *TestCluster) Stop(i int) {
+	c.tb.Helper()
+	if err := c.Stores[i].Close(); err != nil {
+		c.tb.Errorf("stopping member %d: %v", i, err)
 	}
 	c.Stores[i] = nil
 }
