@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/raftstore"
@@ -28,6 +30,9 @@ type member struct {
 	fwdLn  net.Listener
 	apiLn  net.Listener
 	served chan struct{}
+	// abandoned are the stores this member crashed, whose raft instances
+	// may still be stopping (guarded by life).
+	abandoned []*raftstore.Store
 }
 
 func (c *Cluster) startMember(m *member) (err error) {
@@ -117,9 +122,17 @@ func (c *Cluster) startMember(m *member) (err error) {
 	return nil
 }
 
-// stopMember stops a member abruptly: connections are dropped, the store is
-// closed without leaving the raft configuration.
-func (c *Cluster) stopMember(m *member) error {
+// stopMember stops a member cleanly (raftstore.Store.Close: raft shuts down
+// and syncs), as Cluster.Close does, and waits for the raft instances its
+// earlier crashes abandoned.
+func (c *Cluster) stopMember(m *member) error { return c.haltMember(m, false) }
+
+// haltMember stops a member, cleanly or as a crash (CrashMember:
+// raftstore.Store.Crash). Either way its API server's connections are
+// dropped first, so that a request in flight ends with an unknown outcome
+// rather than an answer from a dying store; a member never leaves the raft
+// configuration.
+func (c *Cluster) haltMember(m *member, crash bool) error {
 	m.life.Lock()
 	defer m.life.Unlock()
 	c.mu.Lock()
@@ -128,33 +141,76 @@ func (c *Cluster) stopMember(m *member) error {
 	m.store, m.api, m.http = nil, nil, nil
 	c.mu.Unlock()
 	if store == nil {
+		if !crash {
+			m.waitReaped(c)
+		}
 		return fmt.Errorf("%s: %w", m.host, ErrMemberDown)
 	}
 	var errs []error
 	if err := srv.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	<-served
-	if err := store.Close(); err != nil && !errors.Is(err, raftstore.ErrClosed) {
-		errs = append(errs, fmt.Errorf("closing store of %s: %w", m.host, err))
+	stop, what := store.Close, "closing"
+	if crash {
+		stop, what = store.Crash, "crashing"
+		// Forget the ones reaped: each holds a whole store's state.
+		m.abandoned = slices.DeleteFunc(m.abandoned, reaped)
+		m.abandoned = append(m.abandoned, store)
 	}
+	if err := stop(); err != nil && !errors.Is(err, raftstore.ErrClosed) {
+		errs = append(errs, fmt.Errorf("%s store of %s: %w", what, m.host, err))
+	}
+	<-served
 	for _, ln := range lns {
 		if ln != nil {
 			ln.Close() // already closed by the store or server: the error says nothing
 		}
 	}
-	c.log.Info("member stopped", "member", m.host)
+	if !crash {
+		m.waitReaped(c)
+	}
+	c.log.Info("member stopped", "member", m.host, "crash", crash)
 	return errors.Join(errs...)
 }
 
-// CrashMember kills member i: its API server and raft member stop at once,
-// in-flight requests fail. With durable storage its data survives for
-// RestartMember.
+// reapTimeout bounds how long a cluster closing waits for the abandoned raft
+// instances of its crashed members to stop.
+const reapTimeout = 10 * time.Second
+
+// waitReaped waits until the raft instances this member abandoned in
+// crashes have stopped, so that a closed cluster leaves nothing running.
+// Callers hold m.life.
+func (m *member) waitReaped(c *Cluster) {
+	deadline := time.After(reapTimeout)
+	for _, s := range m.abandoned {
+		select {
+		case <-s.Reaped():
+		case <-deadline:
+			c.log.Warn("crashed member's raft instance not reaped", "member", m.host, "timeout", reapTimeout)
+			return
+		}
+	}
+	m.abandoned = nil
+}
+
+func reaped(s *raftstore.Store) bool {
+	select {
+	case <-s.Reaped():
+		return true
+	default:
+		return false
+	}
+}
+
+// CrashMember kills member i as a power failure would (see
+// raftstore.Store.Crash): its API server and raft member stop at once, with
+// no shutdown path; in-flight requests fail with unknown outcomes. With
+// durable storage it keeps exactly what it had synced, for RestartMember.
 func (c *Cluster) CrashMember(i int) error {
 	if i < 0 || i >= len(c.members) {
 		return fmt.Errorf("%w: no member %d", ErrInvalidTopology, i)
 	}
-	return c.stopMember(c.members[i])
+	return c.haltMember(c.members[i], true)
 }
 
 // RestartMember starts a crashed member again from its data directory.
