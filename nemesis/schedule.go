@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,21 +17,28 @@ import (
 // Schedule injects faults drawn from Faults with a seeded generator: wait about
 // Interval, inject one fault, wait about Interval, heal it, repeat. Every
 // injection is recorded as an interval in the history, with what it did in
-// structured form (the links it cut, the components it acted on, its drawn
-// parameters) beside its description. When ctx ends every active fault is
-// healed.
+// structured form (its effect, the links it cut, the components and nodes
+// it acted on, its drawn parameters) beside its description. When ctx ends
+// every active fault is healed.
+//
+// With Parts set the schedule is composed instead (see Part): each part
+// runs that cycle on its own faults and its own timer, so faults of
+// different parts overlap.
 type Schedule struct {
 	Faults []Fault
 	// Interval is the mean time between nemesis operations (default 5 s); each
 	// wait is drawn uniformly from [Interval/2, 3·Interval/2).
 	Interval time.Duration
+	// Parts, when set, compose the schedule: they run instead of Faults.
+	Parts    []Part
 	Recorder *history.Recorder
 	Logger   *slog.Logger
 
-	mu     sync.Mutex
-	active map[uint64]Injection
-	seq    uint64         // injections so far
-	counts map[string]int // injections so far, by fault name
+	mu      sync.Mutex
+	active  map[uint64]Injection
+	seq     uint64         // injections so far
+	counts  map[string]int // injections so far, by fault name
+	skipped int            // composed draws skipped for a conflict
 }
 
 // Injected is how many faults the schedule has injected so far.
@@ -61,14 +69,10 @@ func (s *Schedule) Run(ctx context.Context, t target.Target, rng *rand.Rand) err
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var avail []Fault
-	for _, f := range s.Faults {
-		if f.Available(t) {
-			avail = append(avail, f)
-		} else {
-			log.Info("fault not available on this target", "fault", f.Name(), "target", t.Kind(), "needs", f.Needs())
-		}
+	if len(s.Parts) > 0 {
+		return s.runComposed(ctx, t, rng, log)
 	}
+	avail := available(s.Faults, t, log)
 	if len(avail) == 0 {
 		<-ctx.Done()
 		return nil
@@ -79,7 +83,7 @@ func (s *Schedule) Run(ctx context.Context, t target.Target, rng *rand.Rand) err
 			break
 		}
 		f := avail[rng.IntN(len(avail))]
-		id, err := s.inject(ctx, t, f, rng, log)
+		id, err := s.inject(ctx, t, t, f, rng, log)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -94,14 +98,34 @@ func (s *Schedule) Run(ctx context.Context, t target.Target, rng *rand.Rand) err
 	return errors.Join(errs...)
 }
 
-func (s *Schedule) jitter(rng *rand.Rand) time.Duration {
-	return s.Interval/2 + time.Duration(rng.Int64N(int64(s.Interval)))
+func (s *Schedule) jitter(rng *rand.Rand) time.Duration { return jitter(s.Interval, rng) }
+
+// jitter draws a wait uniformly from [mean/2, 3·mean/2).
+func jitter(mean time.Duration, rng *rand.Rand) time.Duration {
+	return mean/2 + time.Duration(rng.Int64N(int64(mean)))
 }
 
-func (s *Schedule) inject(ctx context.Context, t target.Target, f Fault, rng *rand.Rand, log *slog.Logger) (uint64, error) {
-	inj, err := f.Inject(ctx, t, rng)
+// available keeps the faults available on t, and logs the others.
+func available(faults []Fault, t target.Target, log *slog.Logger) []Fault {
+	var out []Fault
+	for _, f := range faults {
+		if f.Available(t) {
+			out = append(out, f)
+		} else {
+			log.Info("fault not available on this target", "fault", f.Name(), "target", t.Kind(), "needs", f.Needs())
+		}
+	}
+	return out
+}
+
+// inject injects f through via (t itself, or a composed part's view of t)
+// and records it.
+func (s *Schedule) inject(ctx context.Context, t, via target.Target, f Fault, rng *rand.Rand, log *slog.Logger) (uint64, error) {
+	inj, err := f.Inject(ctx, via, rng)
 	if err != nil {
-		log.Warn("injecting fault", "fault", f.Name(), "err", err)
+		if !errors.Is(err, ErrBusy) {
+			log.Warn("injecting fault", "fault", f.Name(), "err", err)
+		}
 		return 0, fmt.Errorf("injecting %s: %w", f.Name(), err)
 	}
 	s.mu.Lock()
@@ -117,8 +141,7 @@ func (s *Schedule) inject(ctx context.Context, t target.Target, f Fault, rng *ra
 	s.counts[f.Name()]++
 	s.mu.Unlock()
 	if s.Recorder != nil {
-		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Name: f.Name(), Description: inj.Description, Phase: history.PhaseStart,
-			Targets: inj.Targets, Links: inj.Links, Components: inj.Components, Params: inj.Params})
+		s.Recorder.Nemesis(startEvent(id, f, t, inj))
 	}
 	log.Info("fault injected", "fault", f.Name(), "what", inj.Description)
 	return id, nil
@@ -143,7 +166,7 @@ func (s *Schedule) heal(id uint64, log *slog.Logger) error {
 	return nil
 }
 
-// HealAll heals every active fault.
+// HealAll heals every active fault, the latest first.
 func (s *Schedule) HealAll() error {
 	s.mu.Lock()
 	ids := make([]uint64, 0, len(s.active))
@@ -151,6 +174,8 @@ func (s *Schedule) HealAll() error {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
+	slices.Sort(ids)
+	slices.Reverse(ids)
 	var errs []error
 	for _, id := range ids {
 		errs = append(errs, s.heal(id, slog.New(slog.DiscardHandler)))
