@@ -4,14 +4,26 @@ PKGS      ?= ./...
 BIN       ?= bin/podsafe
 TESTFLAGS ?= -race -count=1 -timeout 14m
 BENCHTIME ?= 2s
-# pingcap/failpoint: the pinned failpoint-ctl and the packages holding markers.
-FAILPOINT_VERSION ?= v0.0.0-20240528011301-b51a646c7c86
-FAILPOINT_CTL     ?= $(shell $(GO) env GOPATH)/bin/failpoint-ctl
-FAILPOINT_DIRS    ?= raftstore apiserver kubelet controller fencing scheduler nemesis cluster/storage
+# pingcap/failpoint: markers are made live at compile time by the pinned
+# failpoint-toolexec (go build/test -toolexec), which rewrites copies of the
+# sources in a temporary directory and never the tree. Its builds keep their
+# own GOCACHE: a shared cache would hand them the objects of ordinary builds,
+# whose markers are inert (and ordinary builds would get live markers).
+FAILPOINT_VERSION  ?= v0.0.0-20240528011301-b51a646c7c86
+FAILPOINT_BIN      ?= $(HOME)/.cache/podsafe/failpoint-$(FAILPOINT_VERSION)
+FAILPOINT_TOOLEXEC ?= $(FAILPOINT_BIN)/failpoint-toolexec
+FAILPOINT_GOCACHE  ?= $(HOME)/.cache/podsafe/failpoint-gocache
+# A failpoint build: every go command of a recipe that needs live markers
+# runs as $(FAILPOINT_GO) build|test|run $(FAILPOINT_FLAGS). TMPDIR is the
+# recipe's own (set by FAILPOINT_TMP), so two builds at once never rewrite
+# into the same files.
+FAILPOINT_GO       = GOCACHE=$(FAILPOINT_GOCACHE) $(GO)
+FAILPOINT_FLAGS    = -toolexec=$(FAILPOINT_TOOLEXEC)
+FAILPOINT_TMP      = tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; export TMPDIR="$$tmp"
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-kube clean failpoint-ctl failpoint-enable failpoint-disable test-failpoints check-clean bugzoo oracle fuzz
+.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-kube clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -36,40 +48,39 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 oracle: ## differential tests against upstream kube-scheduler and kube-apiserver (nested module)
 	cd oracle && $(GO) test -count=1 -timeout 10m ./...
 
-failpoint-ctl: ## install the pinned failpoint-ctl
-	@test -x $(FAILPOINT_CTL) || $(GO) install github.com/pingcap/failpoint/failpoint-ctl@$(FAILPOINT_VERSION)
+failpoint-toolexec: ## install the pinned failpoint-toolexec (under FAILPOINT_BIN)
+	@test -x $(FAILPOINT_TOOLEXEC) || GOBIN=$(FAILPOINT_BIN) $(GO) install github.com/pingcap/failpoint/failpoint-toolexec@$(FAILPOINT_VERSION)
 
-failpoint-enable: failpoint-ctl ## rewrite the failpoint markers into live code (undo with failpoint-disable)
-	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS)
+# For a failpoint build by hand: eval "$$(make -s failpoint-env)", then
+# GOCACHE=$$FAILPOINT_GOCACHE go test -toolexec=$$FAILPOINT_TOOLEXEC ./...
+failpoint-env: failpoint-toolexec ## print FAILPOINT_TOOLEXEC and FAILPOINT_GOCACHE as shell assignments
+	@echo FAILPOINT_TOOLEXEC=$(FAILPOINT_TOOLEXEC)
+	@echo FAILPOINT_GOCACHE=$(FAILPOINT_GOCACHE)
 
-failpoint-disable: failpoint-ctl ## restore the sources failpoint-enable rewrote
-	$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS)
+build-failpoints: failpoint-toolexec ## build bin/podsafe-failpoints, whose markers are live (switch them per process with GO_FAILPOINTS)
+	@$(FAILPOINT_TMP); $(FAILPOINT_GO) build $(FAILPOINT_FLAGS) -o $(BIN)-failpoints ./cmd/podsafe
+
+# The tests that need live failpoints, in a failpoint build; the tree is
+# only read, and check-clean guards that it stays so.
+test-failpoints: failpoint-toolexec ## tests that need live failpoints (a failpoint build: toolexec, its own GOCACHE; part of make test)
+	@set -e; $(FAILPOINT_TMP); \
+	PODSAFE_FAILPOINTS=1 $(FAILPOINT_GO) test $(FAILPOINT_FLAGS) $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./raftstore/; \
+	PODSAFE_FAILPOINTS=1 $(FAILPOINT_GO) test $(FAILPOINT_FLAGS) -count=1 -timeout 14m -run 'TestSpecs' ./specs/ -ginkgo.label-filter=bugzoo
 	@$(MAKE) --no-print-directory check-clean
-
-# Rewrites, runs the tests that need live failpoints, and restores the sources
-# whatever happens (even on Ctrl-C).
-test-failpoints: failpoint-ctl ## tests that need live failpoints (rewrites and always restores the sources)
-	@set -e; \
-	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
-	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
-	PODSAFE_FAILPOINTS=1 $(GO) test $(TESTFLAGS) -run 'Failpoint' ./nemesis/; \
-	PODSAFE_FAILPOINTS=1 $(GO) test -count=1 -timeout 14m -run 'TestSpecs' ./specs/ -ginkgo.label-filter=bugzoo
 
 # The bug zoo: every planted bug under a scenario that can expose it (caught or
 # missed, time to detect), then the zoo's scenarios with no bug for
-# BUGZOO_CLEAN_SEEDS seeds each (no violation allowed). Rewrites the failpoint
-# markers and always restores the sources.
+# BUGZOO_CLEAN_SEEDS seeds each (no violation allowed). A failpoint build.
 BUGZOO_CLEAN_SEEDS ?= 3
 BUGZOOFLAGS        ?=
-bugzoo: failpoint-ctl ## plant every bug of the zoo, report caught/missed and time to detect, then a clean seed matrix
-	@set -e; \
-	trap '$(FAILPOINT_CTL) disable $(FAILPOINT_DIRS); $(MAKE) --no-print-directory check-clean' EXIT INT TERM; \
-	$(FAILPOINT_CTL) enable $(FAILPOINT_DIRS); \
-	$(GO) run ./cmd/podsafe bugzoo --clean-seeds $(BUGZOO_CLEAN_SEEDS) $(BUGZOOFLAGS)
+bugzoo: failpoint-toolexec ## plant every bug of the zoo, report caught/missed and time to detect, then a clean seed matrix
+	@set -e; $(FAILPOINT_TMP); \
+	$(FAILPOINT_GO) run $(FAILPOINT_FLAGS) ./cmd/podsafe bugzoo --clean-seeds $(BUGZOO_CLEAN_SEEDS) $(BUGZOOFLAGS)
+	@$(MAKE) --no-print-directory check-clean
 
-check-clean: ## fail if failpoint-rewritten files are left in the tree
+check-clean: ## fail if failpoint-rewritten files (of failpoint-ctl, which podsafe no longer runs) are in the tree
 	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \
-	if [ -n "$$left" ]; then echo "failpoint-rewritten files left behind (run make failpoint-disable):"; echo "$$left"; exit 1; fi
+	if [ -n "$$left" ]; then echo "failpoint-rewritten files in the tree (restore them with git checkout, delete the rest):"; echo "$$left"; exit 1; fi
 
 unit: ## package tests only, without the race detector (quick)
 	$(GO) test -count=1 $(PKGS)

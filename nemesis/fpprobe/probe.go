@@ -1,6 +1,7 @@
 // Package fpprobe tells whether this binary's pingcap/failpoint markers are
-// live, that is whether its sources were rewritten by failpoint-ctl (make
-// failpoint-enable rewrites the nemesis directory, this package with it).
+// live, that is whether it is a failpoint build: compiled through
+// failpoint-toolexec (make test-failpoints, make bugzoo, make
+// build-failpoints), which rewrites every podsafe package, this one with it.
 // It imports nothing of podsafe, so that both the nemesis and the embedded
 // cluster's target can ask.
 package fpprobe
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/pingcap/failpoint"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // Name is the probe's failpoint.
@@ -35,7 +38,9 @@ func Live() bool {
 	return live
 }
 
-// probe fires its marker only in a rewritten build.
+// probe fires its marker only in a failpoint build. It is a marker like
+// every other, with a context and the aiming hook, so a live probe also
+// says that the hook lets unaimed failpoints through.
 func probe() {
-	failpoint.Inject("probe", func() { probed.Store(true) })
+	failpoint.InjectContext(fpctx.For(fpctx.Unnamed), "probe", func() { probed.Store(true) })
 }
