@@ -272,11 +272,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.goFunc(func() { inf.RunWithContext(ctx) })
 	k.goFunc(func() {
 		// Every pod of the first list has reached podSeen once the handler
-		// has synced: what is left in adopted has no pod in the API.
-		if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-			return
+		// has synced: what is left in adopted has no pod in the API. The
+		// wait is on the registration's channel, not a poll every 100 ms
+		// (cache.WaitForCacheSync): thousands of kubelets wait at once.
+		select {
+		case <-reg.HasSyncedChecker().Done():
+			k.killOrphans()
+		case <-ctx.Done():
 		}
-		k.killOrphans()
 	})
 	<-ctx.Done()
 	if vaFactory != nil {

@@ -149,21 +149,19 @@ type fsm struct {
 	mu      sync.RWMutex
 	objects map[string]map[Key]stored // resource -> key -> object
 	applied uint64
-	// waiters wait for applied to reach an index (see waitApplied); guarded
-	// by mu.
-	waiters []appliedWaiter
+	// waiters wait for applied to reach an index (see waitApplied): one
+	// channel per awaited index, shared by every read waiting for it (reads
+	// started together wait for the same commit index), and the lowest
+	// awaited index, so applying a command costs nothing while no read
+	// waits for it. Guarded by mu.
+	waiters   map[uint64]chan struct{}
+	minWaiter uint64
 	hub     *hub
 	log     *slog.Logger
 	// delay is an injected fault (SetApplyDelay): every command waits this
 	// long before it is applied, as on a member whose disk or CPU is slow.
 	delay atomic.Int64
 	snaps snapCounters // snapshots taken, installed and restored (snapstats.go)
-}
-
-// appliedWaiter is closed once the state machine has applied index.
-type appliedWaiter struct {
-	index uint64
-	done  chan struct{}
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -299,19 +297,19 @@ func (f *fsm) list(resource, namespace string) ([]Object, uint64) {
 // satisfies. f.mu must be held for writing.
 func (f *fsm) setAppliedLocked(index uint64) {
 	f.applied = index
-	if len(f.waiters) == 0 {
+	if len(f.waiters) == 0 || index < f.minWaiter {
 		return
 	}
-	kept := f.waiters[:0]
-	for _, w := range f.waiters {
-		if w.index <= index {
-			close(w.done)
-		} else {
-			kept = append(kept, w)
+	f.minWaiter = 0
+	for i, done := range f.waiters {
+		switch {
+		case i <= index:
+			close(done)
+			delete(f.waiters, i)
+		case f.minWaiter == 0 || i < f.minWaiter:
+			f.minWaiter = i
 		}
 	}
-	clear(f.waiters[len(kept):])
-	f.waiters = kept
 }
 
 // appliedChan returns a channel that is closed once the state machine has
@@ -323,9 +321,18 @@ func (f *fsm) appliedChan(index uint64) (<-chan struct{}, uint64) {
 	if f.applied >= index {
 		return nil, f.applied
 	}
-	w := appliedWaiter{index: index, done: make(chan struct{})}
-	f.waiters = append(f.waiters, w)
-	return w.done, f.applied
+	done, ok := f.waiters[index]
+	if !ok {
+		if f.waiters == nil {
+			f.waiters = map[uint64]chan struct{}{}
+		}
+		done = make(chan struct{})
+		f.waiters[index] = done
+		if f.minWaiter == 0 || index < f.minWaiter {
+			f.minWaiter = index
+		}
+	}
+	return done, f.applied
 }
 
 // appliedIndex returns the index of the last applied command.

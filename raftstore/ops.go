@@ -318,28 +318,41 @@ func (s *Store) readIndex(ctx context.Context) (uint64, error) {
 }
 
 // waitApplied waits until this member's state machine reflects every
-// committed entry up to index (see Reflects).
+// committed entry up to index (see Reflects). The state machine wakes it when
+// it applies a command at or past index; an index that is one of raft's own
+// entries (a no-op or barrier) reaches the state machine only with the next
+// command, so Reflects is also asked now and then: after CommitTimeout, then
+// at doubling intervals up to maxApplyPoll. Thousands of reads can wait at
+// once (every kubelet's first list at start): each registers once and
+// sleeps, rather than all of them polling every few milliseconds.
 func (s *Store) waitApplied(ctx context.Context, index uint64) error {
+	done, _ := s.fsm.appliedChan(index)
+	if done == nil || s.Reflects(index) {
+		return nil
+	}
+	poll := s.cfg.CommitTimeout
+	t := time.NewTimer(poll)
+	defer t.Stop()
 	for {
-		done, _ := s.fsm.appliedChan(index)
-		if done == nil || s.Reflects(index) {
-			return nil
-		}
-		t := time.NewTimer(s.cfg.CommitTimeout)
 		select {
 		case <-done:
-			t.Stop()
 			return nil
 		case <-t.C:
+			if s.Reflects(index) {
+				return nil
+			}
+			poll = min(2*poll, maxApplyPoll)
+			t.Reset(poll)
 		case <-ctx.Done():
-			t.Stop()
 			return fmt.Errorf("%w: waiting for index %d to be applied: %v", ErrTimeout, index, ctx.Err())
 		case <-s.closing:
-			t.Stop()
 			return ErrClosed
 		}
 	}
 }
+
+// maxApplyPoll bounds the interval at which a waiting read asks Reflects.
+const maxApplyPoll = 50 * time.Millisecond
 
 // Reflects reports whether this member's objects reflect every committed
 // change up to raft index index. Not every entry reaches the state machine:
