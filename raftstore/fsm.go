@@ -156,8 +156,8 @@ type fsm struct {
 	// waits for it. Guarded by mu.
 	waiters   map[uint64]chan struct{}
 	minWaiter uint64
-	hub     *hub
-	log     *slog.Logger
+	hub       *hub
+	log       *slog.Logger
 	// delay is an injected fault (SetApplyDelay): every command waits this
 	// long before it is applied, as on a member whose disk or CPU is slow.
 	delay atomic.Int64
