@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/podsafe/podsafe/history"
@@ -287,23 +286,23 @@ func newBoDisturbances(h *history.History, ledger []history.LedgerEntry, fences 
 	d := &boDisturbances{byNode: map[string][][2]int64{}}
 	margin := int64(backoffFaultMargin)
 	end := h.End
-	for _, f := range h.Nemesis {
+	for i := range h.Nemesis {
+		f := &h.Nemesis[i]
 		iv := [2]int64{f.Start - margin, f.End + margin}
 		if !f.Healed {
 			iv[1] = max(end, f.End) + margin
 		}
-		kubeletFault := strings.HasPrefix(f.Name, "clock-") || strings.HasPrefix(f.Name, "pause-") ||
-			strings.HasPrefix(f.Name, "kill-") || strings.HasPrefix(f.Name, "lose-")
-		if len(f.Targets) == 0 && strings.HasPrefix(f.Name, "clock-") {
+		// A kubelet crashed, paused, powered off or with its clock moved
+		// may lose its back-off or misread it; a cut only delays it.
+		switch e := f.FaultEffect(); {
+		case e == history.EffectClock && f.Everywhere():
 			d.all = append(d.all, iv)
 			continue
+		case e != history.EffectClock && e != history.EffectPause && e != history.EffectKill && e != history.EffectPowerOff:
+			continue
 		}
-		for _, t := range f.Targets {
-			if node, ok := strings.CutPrefix(t, "kubelet/"); ok {
-				d.byNode[node] = append(d.byNode[node], iv)
-			} else if kubeletFault {
-				d.byNode[t] = append(d.byNode[t], iv)
-			}
+		for _, node := range f.FaultNodes() {
+			d.byNode[node] = append(d.byNode[node], iv)
 		}
 	}
 	for i := range ledger {

@@ -129,6 +129,23 @@ func TestBackoffClockFault(t *testing.T) {
 	mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Unknown)
 }
 
+// The checker reads what a fault did from its recorded effect and nodes,
+// not from its name: a fault of a name it never heard of that crashed the
+// node's kubelet leaves the restart unjudged; one that cut the node off, or
+// crashed another node's kubelet, does not.
+func TestBackoffStructuredFault(t *testing.T) {
+	build := func(effect history.FaultEffect, node string) *hb {
+		b := boLoop(poAlways, 1, 10, 2) // the second restart is early
+		b.h.Nemesis = append(b.h.Nemesis, history.Interval{ID: 1, Name: "some-new-fault", Effect: effect,
+			Components: []string{"kubelet-process-of-" + node}, Nodes: []string{node},
+			Start: secs(13), End: secs(13.5), Healed: true})
+		return b
+	}
+	mustVerdict(t, CheckBackoff(bg, build(history.EffectKill, "n1").history(), Options{}), Ok)
+	mustVerdict(t, CheckBackoff(bg, build(history.EffectCut, "n1").history(), Options{}), Illegal)
+	mustVerdict(t, CheckBackoff(bg, build(history.EffectKill, "n2").history(), Options{}), Illegal)
+}
+
 // A kubelet restarted (its back-off lives in memory) restarts an exited
 // container at once and starts the count over.
 func TestBackoffKubeletRestart(t *testing.T) {

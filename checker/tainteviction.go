@@ -158,7 +158,7 @@ func controllerFaulted(h *history.History, from, t int64) bool {
 		return strings.Contains(name, "controller") || strings.HasPrefix(name, "kube-apiserver") || strings.HasPrefix(name, "etcd")
 	}
 	for _, iv := range h.Nemesis {
-		if iv.Start > t || iv.Name == "freeze-watch" {
+		if iv.Start > t || iv.FaultEffect() == history.EffectFreezeWatch {
 			continue
 		}
 		if iv.Healed && iv.End+int64(schedRecoveryLag) < from {

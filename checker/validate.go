@@ -241,11 +241,12 @@ func (a *assumptions) clocks(h *history.History) {
 // time in [from, to].
 func clockFaulted(h *history.History, node string, from, to int64) bool {
 	margin := int64(backoffFaultMargin)
-	for _, f := range h.Nemesis {
-		if !strings.HasPrefix(f.Name, "clock-") || f.Start-margin > to || (f.Healed && f.End+margin < from) {
+	for i := range h.Nemesis {
+		f := &h.Nemesis[i]
+		if f.FaultEffect() != history.EffectClock || f.Start-margin > to || (f.Healed && f.End+margin < from) {
 			continue
 		}
-		if len(f.Targets) == 0 || slices.Contains(f.Targets, node) || slices.Contains(f.Targets, "kubelet/"+node) {
+		if f.Everywhere() || slices.Contains(f.FaultNodes(), node) {
 			return true
 		}
 	}

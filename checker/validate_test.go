@@ -149,6 +149,12 @@ func TestAssumeNodeClock(t *testing.T) {
 
 	b.h.Nemesis = []history.Interval{{Name: "clock-jump", Targets: []string{"kubelet/n1"}, Start: secs(19), End: secs(30), Healed: true}}
 	mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Illegal)
+	// The same from the structured record, whatever the fault's name.
+	b.h.Nemesis = []history.Interval{{Name: "some-new-fault", Effect: history.EffectClock, Components: []string{"agent-n1"},
+		Nodes: []string{"n1"}, Start: secs(19), End: secs(30), Healed: true}}
+	mustVerdict(t, CheckGrace(bg, b.history(), Options{}), Illegal)
+	b.h.Nemesis[0].Effect = history.EffectCut
+	mustUnassumed(t, CheckGrace(bg, b.history(), Options{}), assumeNodeClock, "node n1's clock goes back")
 	// At-most-one orders runs by the ledger and measures nothing on the
 	// node's clock: it judges.
 	if res := CheckAtMostOne(bg, restartAfterClockBack().history(), Options{}); res.Verdict == Unknown {

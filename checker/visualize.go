@@ -44,6 +44,9 @@ func Annotations(h *history.History) []porcupine.Annotation {
 		if len(iv.Targets) > 0 {
 			details = append(details, "targets: "+strings.Join(iv.Targets, ", "))
 		}
+		if p := iv.ParamString(); p != "" {
+			details = append(details, p)
+		}
 		if !iv.Healed {
 			details = append(details, "never healed")
 		}

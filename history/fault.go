@@ -1,6 +1,9 @@
 package history
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The structured record of a fault: what a fault interval says it did, in
 // names the nemesis writes and the checkers read. They are defined here, the
@@ -152,6 +155,24 @@ func (iv *Interval) FaultNodes() []string {
 // of that kind moved every node's clock.
 func (iv *Interval) Everywhere() bool {
 	return len(iv.Nodes) == 0 && len(iv.Components) == 0 && len(iv.Targets) == 0 && len(iv.Links) == 0
+}
+
+// ParamString renders the fault's Params as "key=value" pairs in key
+// order, space separated ("" when it has none), for reports.
+func (iv *Interval) ParamString() string {
+	keys := make([]string, 0, len(iv.Params))
+	for k := range iv.Params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k + "=" + iv.Params[k])
+	}
+	return b.String()
 }
 
 // intervalOf is the interval a start event opens, from start to end.

@@ -69,3 +69,13 @@ func TestFaultEffectLegacy(t *testing.T) {
 		}
 	}
 }
+
+func TestFaultParamString(t *testing.T) {
+	iv := Interval{Params: map[string]string{ParamOffset: "-3s", ParamMember: "1"}}
+	if got, want := iv.ParamString(), "member=1 offset=-3s"; got != want {
+		t.Errorf("ParamString = %q, want %q", got, want)
+	}
+	if got := (&Interval{}).ParamString(); got != "" {
+		t.Errorf("ParamString of none = %q", got)
+	}
+}

@@ -194,15 +194,15 @@ func ReproMarkdown(rows []ReproRow) string {
 // last powered on, after that power-on ("" when there is none).
 func firstSync(h *history.History) string {
 	var on *history.Interval
-	for i, iv := range h.Nemesis {
-		if iv.Name == "power-on" && len(iv.Components) == 1 {
-			on = &h.Nemesis[i]
+	for i := range h.Nemesis {
+		if iv := &h.Nemesis[i]; iv.FaultEffect() == history.EffectPowerOn && len(iv.FaultNodes()) == 1 {
+			on = iv
 		}
 	}
 	if on == nil {
 		return ""
 	}
-	node := on.Components[0]
+	node := on.FaultNodes()[0]
 	for _, c := range h.API {
 		if c.Identity != "kubelet:"+node || c.Resource != "pods" || c.Invoke < on.Start || (c.Verb != "list" && c.Verb != "watch") {
 			continue

@@ -31,8 +31,12 @@ func TestReproRows(t *testing.T) {
 		}
 		rec.Log("kube target started", map[string]string{"kubernetes": version, "etcd": "v3.7.3"})
 		rec.Log("kubelets", map[string]string{"pod_list": mode})
-		rec.Nemesis(history.NemesisEvent{ID: 1, Name: "power-on", Phase: history.PhaseStart, Components: []string{"node-1"}})
-		rec.Nemesis(history.NemesisEvent{ID: 1, Name: "power-on", Phase: history.PhaseEnd, Components: []string{"node-1"}})
+		// As the power-on step records it.
+		on := history.NemesisEvent{ID: 1, Name: "power-on", Phase: history.PhaseStart, Components: []string{"node-1"},
+			Params: map[string]string{history.ParamNode: "node-1"}}
+		rec.Nemesis(on)
+		on.Phase = history.PhaseEnd
+		rec.Nemesis(on)
 		now := int64(rec.Now())
 		rec.API(history.APICall{Identity: "kubelet:node-1", Verb: "list", Resource: "pods", ResourceVersion: "323", Invoke: now + 1, Return: now + 2, Outcome: history.StatusOK})
 		if err := rec.Close(); err != nil {

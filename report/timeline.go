@@ -201,6 +201,9 @@ func buildTimeline(h *history.History, r *Results) timeline {
 			if iv.Description != "" {
 				title += " — " + iv.Description
 			}
+			if p := iv.ParamString(); p != "" {
+				title += " (" + p + ")"
+			}
 			if !iv.Healed {
 				title += " (never healed)"
 			}
