@@ -64,7 +64,7 @@ build-failpoints: failpoint-toolexec ## build bin/podsafe-failpoints, whose mark
 # only read, and check-clean guards that it stays so.
 test-failpoints: failpoint-toolexec ## tests that need live failpoints (a failpoint build: toolexec, its own GOCACHE; part of make test)
 	@set -e; $(FAILPOINT_TMP); \
-	PODSAFE_FAILPOINTS=1 $(FAILPOINT_GO) test $(FAILPOINT_FLAGS) $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./raftstore/; \
+	PODSAFE_FAILPOINTS=1 $(FAILPOINT_GO) test $(FAILPOINT_FLAGS) $(TESTFLAGS) -run 'Failpoint' ./nemesis/ ./nemesis/fpprobe/ ./raftstore/; \
 	PODSAFE_FAILPOINTS=1 $(FAILPOINT_GO) test $(FAILPOINT_FLAGS) -count=1 -timeout 14m -run 'TestSpecs' ./specs/ -ginkgo.label-filter=bugzoo
 	@$(MAKE) --no-print-directory check-clean
 

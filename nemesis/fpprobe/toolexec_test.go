@@ -1,7 +1,6 @@
 package fpprobe
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"io/fs"
@@ -9,24 +8,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestKilledToolexecBuildLeavesTreeAlone: the failpoint build make
-// test-failpoints runs (failpoint-toolexec, its own GOCACHE), SIGKILLed
-// once it has begun rewriting podsafe's packages, leaves every source with
-// a marker as it was and no file of failpoint-ctl's rewriting behind: the
-// rewritten copies live in the build's temporary directory only.
+// TestKilledToolexecBuildLeavesTreeAlone: make test-failpoints, SIGKILLed
+// once its failpoint build has begun rewriting podsafe's packages, leaves
+// the tree as it was, byte for byte and with no file added: failpoint-toolexec
+// rewrites copies in the build's temporary directory only, so nothing needs
+// restoring after a kill. make bugzoo builds the same way.
 //
-// It needs the repository (git), make and the module cache or proxy; -short
-// skips it. The build is the one test-failpoints runs later in make test,
-// so its objects are not wasted; a flag that changes nothing (-D, for the
-// probe package only) and differs per run makes sure at least this package
-// is compiled, and so rewritten, even when the cache is warm.
+// It runs on a copy of the committed tree (git archive HEAD), so that the
+// edits of whoever works in the checkout meanwhile are not taken for the
+// build's. It needs git, make and the module cache or proxy; -short skips
+// it. Each run compiles podsafe's packages afresh (the copy's path is new),
+// but the kill comes as soon as the first is rewritten.
 func TestKilledToolexecBuildLeavesTreeAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds podsafe through failpoint-toolexec")
@@ -38,20 +36,16 @@ func TestKilledToolexecBuildLeavesTreeAlone(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
 		t.Skipf("not a git checkout (%v): no tracked files to guard", err)
 	}
-	env := failpointEnv(t, root)
-
-	before := markedSources(t, root)
-	if len(before) == 0 {
-		t.Fatal("no source with a failpoint marker found")
+	tree, tmp := t.TempDir(), t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive HEAD | tar -x -C "$2"`, "sh", root, tree)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("copying the committed tree: %v\n%s", err, out)
 	}
+	before := digest(t, tree)
 
-	tmp := t.TempDir()
-	nonce := strconv.FormatUint(rand.Uint64(), 16)
-	cmd := exec.Command("go", "test", "-toolexec="+env["FAILPOINT_TOOLEXEC"], "-race", "-count=1",
-		"-gcflags=github.com/podsafe/podsafe/nemesis/fpprobe=-D=/nonce"+nonce,
-		"-run", "Failpoint", "./nemesis/")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOCACHE="+env["FAILPOINT_GOCACHE"], "TMPDIR="+tmp, "PODSAFE_FAILPOINTS=1")
+	cmd := exec.Command("make", "-s", "--no-print-directory", "test-failpoints")
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "MAKEFLAGS=", "MAKELEVEL=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -68,104 +62,71 @@ func TestKilledToolexecBuildLeavesTreeAlone(t *testing.T) {
 		}
 	}()
 
-	// Wait until toolexec has written a rewritten copy of a podsafe
-	// package, then let it go on a little before the kill.
-	rewritten := filepath.Join(tmp, "failpoint-toolexec", "github.com", "podsafe", "podsafe")
+	// Wait until failpoint-toolexec has written a rewritten copy of a
+	// podsafe package, then let the build go on a little before the kill.
 	deadline := time.After(5 * time.Minute)
 	for started := false; !started; {
 		select {
 		case err := <-exited:
-			t.Fatalf("the failpoint build ended (%v) before it rewrote a package:\n%s", err, out.String())
+			t.Fatalf("make test-failpoints ended (%v) before it rewrote a package:\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("the failpoint build rewrote nothing in 5 minutes:\n%s", out.String())
+			t.Fatalf("make test-failpoints rewrote nothing in 5 minutes:\n%s", out.String())
 		case <-time.After(20 * time.Millisecond):
-			started = anyFile(rewritten)
+			started = rewriting(tmp)
 		}
 	}
-	time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+	time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed = true
 	if err := <-exited; err == nil {
-		t.Fatalf("the failpoint build finished before the kill:\n%s", out.String())
+		t.Fatalf("make test-failpoints finished before the kill:\n%s", out.String())
 	}
 
-	after := markedSources(t, root)
+	after := digest(t, tree)
 	for path, sum := range before {
-		if after[path] != sum {
-			t.Errorf("%s changed under the killed failpoint build", path)
+		if got, ok := after[path]; !ok {
+			t.Errorf("%s removed by the killed failpoint build", path)
+		} else if got != sum {
+			t.Errorf("%s changed by the killed failpoint build", path)
 		}
 	}
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for path := range after {
+		if _, ok := before[path]; !ok {
+			t.Errorf("%s added by the killed failpoint build", path)
+		}
+	}
+}
+
+// digest hashes every file under dir, by path relative to it.
+func digest(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	sums := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil
+			return err
 		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if strings.Contains(d.Name(), "__failpoint_stash__") || d.Name() == "binding__failpoint_binding__.go" {
-			t.Errorf("failpoint-rewritten file in the tree: %s", path)
-		}
+		rel, _ := filepath.Rel(dir, path)
+		sums[rel] = sha256.Sum256(b)
 		return nil
 	})
-}
-
-// failpointEnv installs the pinned failpoint-toolexec and returns the
-// Makefile's FAILPOINT_TOOLEXEC and FAILPOINT_GOCACHE.
-func failpointEnv(t *testing.T, root string) map[string]string {
-	t.Helper()
-	cmd := exec.Command("make", "-s", "--no-print-directory", "failpoint-env")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "MAKEFLAGS=")
-	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("make failpoint-env: %v", err)
-	}
-	env := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			env[k] = v
-		}
-	}
-	if env["FAILPOINT_TOOLEXEC"] == "" || env["FAILPOINT_GOCACHE"] == "" {
-		t.Fatalf("make failpoint-env printed %q", b)
-	}
-	return env
-}
-
-// markedSources hashes every tracked Go file that holds a failpoint marker:
-// the files a rewriting build would touch.
-func markedSources(t *testing.T, root string) map[string][32]byte {
-	t.Helper()
-	cmd := exec.Command("git", "ls-files", "-z", "--", "*.go")
-	cmd.Dir = root
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
-	sums := map[string][32]byte{}
-	for _, rel := range strings.Split(string(b), "\x00") {
-		if rel == "" || strings.HasPrefix(rel, "oracle/") {
-			continue
-		}
-		src, err := os.ReadFile(filepath.Join(root, rel))
-		if err != nil {
-			continue // removed from the worktree by someone else: not ours to judge
-		}
-		if bytes.Contains(src, []byte("failpoint.Inject")) {
-			sums[rel] = sha256.Sum256(src)
-		}
+		t.Fatal(err)
 	}
 	return sums
 }
 
-// anyFile reports whether dir holds a regular file at any depth.
-func anyFile(dir string) bool {
+// rewriting reports whether failpoint-toolexec has written a rewritten
+// copy of a podsafe file somewhere under tmp.
+func rewriting(tmp string) bool {
 	found := false
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+	_ = filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(path, filepath.Join("failpoint-toolexec", "github.com", "podsafe")) {
 			found = true
 			return filepath.SkipAll
 		}
