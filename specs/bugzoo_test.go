@@ -25,7 +25,7 @@ var _ = Describe("bug zoo", Label("bugzoo"), func() {
 		It(bug.Name+" is caught by "+bug.Checker, Label(labels...), func(ctx SpecContext) {
 			if bug.Failpoint != "" && !nemesis.FailpointsCompiled() {
 				if os.Getenv("PODSAFE_FAILPOINTS") == "1" {
-					Fail("PODSAFE_FAILPOINTS=1 but the failpoint markers are not live (make failpoint-enable)")
+					Fail("PODSAFE_FAILPOINTS=1 but the failpoint markers are not live: this is not a failpoint build (make test-failpoints builds one)")
 				}
 				s := bug.Scenario
 				s.Bugs = []string{bug.Name}

@@ -39,7 +39,7 @@ var Bugs = map[string]string{}
 
 // BugFailpoints maps each planted bug that is a failpoint to the failpoint's
 // full name; a run switches it on (return(true)) once the cluster is up.
-// Such bugs need a failpoint build (make failpoint-enable).
+// Such bugs need a failpoint build (make bugzoo, make build-failpoints).
 var BugFailpoints = map[string]string{}
 
 // DefaultPodTimeScale is the time scale of scenarios whose workload runs
@@ -478,7 +478,7 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("%w: bug %q is unknown; choose one of %s", ErrInvalidScenario, b, keys(Bugs))
 		}
 		if _, fp := BugFailpoints[b]; fp && !nemesis.FailpointsCompiled() {
-			return fmt.Errorf("%w: bug %q is a failpoint, and this build's failpoints are inert: run make failpoint-enable first (make failpoint-disable after)", ErrInvalidScenario, b)
+			return fmt.Errorf("%w: bug %q is a failpoint, and this build's failpoints are inert: run it in a failpoint build (make bugzoo, or bin/podsafe-failpoints from make build-failpoints)", ErrInvalidScenario, b)
 		}
 	}
 	return nil

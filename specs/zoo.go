@@ -119,7 +119,7 @@ func RunZoo(ctx context.Context, opts ZooOptions) (*ZooReport, error) {
 	}
 	for _, b := range bugs {
 		if b.Failpoint != "" && !nemesis.FailpointsCompiled() {
-			return nil, fmt.Errorf("bug %s is a failpoint and this build's failpoints are inert: run it with make bugzoo (or make failpoint-enable first)", b.Name)
+			return nil, fmt.Errorf("bug %s is a failpoint and this build's failpoints are inert: run it with make bugzoo (or bin/podsafe-failpoints from make build-failpoints)", b.Name)
 		}
 	}
 	rep := &ZooReport{}

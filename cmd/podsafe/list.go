@@ -63,7 +63,7 @@ func newListCmd() *cobra.Command {
 			for _, c := range checker.Catalog() {
 				fmt.Fprintf(out, "  %-20s %s\n", c.Name, c.Description)
 			}
-			live := "inert in this build; make failpoint-enable makes them live"
+			live := "inert in this build; make build-failpoints builds bin/podsafe-failpoints, where they are live"
 			if nemesis.FailpointsCompiled() {
 				live = "live in this build"
 			}
