@@ -334,9 +334,9 @@ func TestFakeAvailability(t *testing.T) {
 	}{
 		{"everything", richTarget{kubeLike(everything())}, faultNames(fencing, ring)},
 		{"no kill", richTarget{kubeLike(without(target.Kill))},
-			faultNames(fencing, ring, "kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "kill-controller", "kill-controllers")},
+			faultNames(fencing, ring, "kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "kill-controller", "kill-controllers", "power-failure")},
 		{"kill kubelets only", richTarget{kubeLike(kubeletsOnly(everything(), target.Kill))},
-			faultNames(fencing, ring, "kill-member", "kill-leader", "kill-scheduler", "kill-controller", "kill-controllers")},
+			faultNames(fencing, ring, "kill-member", "kill-leader", "kill-scheduler", "kill-controller", "kill-controllers", "power-failure")},
 		{"no pause", richTarget{kubeLike(without(target.Pause))},
 			faultNames(fencing, ring, "pause-kubelet", "pause-controller", "pause-scheduler")},
 		{"no network", richTarget{kubeLike(without(target.Network))},

@@ -27,6 +27,10 @@ var needsKill = []target.Capability{target.Kill}
 
 // killMember crashes a random control-plane member's store (on the embedded
 // cluster its API server with it) and restarts it from its data directory.
+// On the embedded cluster the crash is raftstore.Store.Crash: no shutdown
+// path runs, and the member restarts from what it had synced, not from what
+// a clean stop would have left. One member's crash loses no acknowledged
+// write (the others hold it); power-failure crashes them all.
 type killMember struct{}
 
 func (killMember) Name() string { return "kill-member" }

@@ -2,14 +2,21 @@ package nemesis_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/history"
+	"github.com/podsafe/podsafe/workload"
 )
 
 func TestKillFaults(t *testing.T) {
@@ -126,9 +133,126 @@ func TestKillFencing(t *testing.T) {
 // offered.
 func TestKillMemberNeedsDurable(t *testing.T) {
 	c := startCluster(t, 3)
-	for _, name := range []string{"kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "kill-controller"} {
+	for _, name := range []string{"kill-member", "kill-leader", "kill-kubelet", "kill-scheduler", "kill-controller", "power-failure"} {
 		if fault(t, name).Available(cluster.AsTarget(c)) {
 			t.Errorf("%s claims to be available on an in-memory cluster with no components", name)
 		}
 	}
+}
+
+// power-failure kills every running store at once and restarts exactly
+// those; a member down already is left to the fault that killed it.
+func TestFakePowerFailure(t *testing.T) {
+	f := kubeLike(everything())
+	tgt := richTarget{f}
+	stores := []string{"etcd-0", "etcd-1", "etcd-2"}
+	for _, tc := range []struct {
+		name     string
+		downOnce string
+		want     []string
+	}{
+		{name: "all up", want: stores},
+		{name: "one down", downOnce: "etcd-1", want: []string{"etcd-0", "etcd-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.downOnce != "" {
+				if err := f.Kill(context.Background(), tc.downOnce); err != nil {
+					t.Fatal(err)
+				}
+				defer f.Restart(context.Background(), tc.downOnce)
+			}
+			inj, calls := fakeInject(t, tgt, f, "power-failure", seeded())
+			slices.Sort(calls) // the kills run at once
+			if diff := cmp.Diff(prefixed("kill ", tc.want), calls); diff != "" {
+				t.Errorf("inject calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, inj.Components); diff != "" {
+				t.Errorf("components (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(prefixed("restart ", tc.want), fakeHeal(t, f, inj)); diff != "" {
+				t.Errorf("heal calls (-want +got):\n%s", diff)
+			}
+			if err := inj.Heal(); err != nil {
+				t.Errorf("second heal: %v", err)
+			}
+		})
+	}
+}
+
+func prefixed(p string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = p + n
+	}
+	return out
+}
+
+// TestPowerFailureLosesNoAcknowledgedWrite is a short crash-consistency run:
+// register clients on every member of a durable cluster while the whole
+// control plane loses power (every member crashed at once, losing what it
+// had not synced) and comes back, again and again. The history must be
+// linearizable: a write acknowledged before a power failure is there after
+// it, and an unacknowledged one is there either whole or not at all.
+func TestPowerFailureLosesNoAcknowledgedWrite(t *testing.T) {
+	c := startNodes(t, 3, 0, durable(t))
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	rec, err := history.Create(path, history.Meta{Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clients []kubernetes.Interface
+	for i := range 6 {
+		rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(i), Member: i % c.Members()})
+		rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stats := &workload.Stats{}
+	w := &workload.Register{Keys: 3, OpsPerKey: 100, OpTimeout: time.Second}
+	done := make(chan error, 1)
+	go func() { done <- w.RunClients(ctx, clients, rec, 11, stats) }()
+
+	// Each power failure strikes while writes are being acknowledged, and
+	// the next waits until the restarted cluster acknowledges more.
+	progress := func(what string) {
+		t.Helper()
+		from := stats.OK.Load()
+		eventually(t, what, 30*time.Second, func() bool { return stats.OK.Load() >= from+30 })
+	}
+	const failures = 3
+	pf := fault(t, "power-failure")
+	for i := range failures {
+		progress(fmt.Sprintf("acknowledged operations before power failure %d", i+1))
+		inj, err := pf.Inject(ctx, cluster.AsTarget(c), seeded())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(inj.Components) != c.Members() {
+			t.Errorf("power failure %d crashed %v, want every member", i+1, inj.Components)
+		}
+		time.Sleep(100 * time.Millisecond)
+		heal(t, inj)
+	}
+	progress("acknowledged operations after the last restart")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checker.CheckRegister(context.Background(), h.Ops, checker.Options{Timeout: time.Minute})
+	if res.Verdict != checker.Ok {
+		t.Errorf("register checker after %d power failures: %s: %s %v", failures, res.Verdict, res.Summary, res.Evidence)
+	}
+	t.Logf("%d power failures; ops %s; checker: %s", failures, stats, res.Summary)
 }
