@@ -32,9 +32,9 @@ type snapshotObject struct {
 type fsmSnapshot struct {
 	applied uint64
 	objects []snapshotObject
-	// counters counts the snapshot once it is persisted; nil in tests
-	// that build a snapshot by hand.
-	counters *snapCounters
+	// owner counts the snapshot once it is persisted; nil in tests that
+	// build a snapshot by hand.
+	owner *fsm
 }
 
 var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
@@ -44,7 +44,7 @@ var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	snap := &fsmSnapshot{applied: f.applied, counters: &f.snaps}
+	snap := &fsmSnapshot{applied: f.applied, owner: f}
 	for _, byKey := range f.objects {
 		for k, s := range byKey {
 			snap.objects = append(snap.objects, snapshotObject{Key: k, RV: s.rv, Data: s.data})
@@ -62,8 +62,8 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	if s.counters != nil {
-		s.counters.tookSnapshot(s.applied, len(s.objects))
+	if s.owner != nil {
+		s.owner.snapshotTaken(s.applied, len(s.objects))
 	}
 	return nil
 }
@@ -126,6 +126,6 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.reindexLocked()
 	f.mu.Unlock()
 	f.log.Info("restored snapshot", "applied", hdr.Applied, "objects", hdr.Count)
-	f.snaps.restoredSnapshot(hdr.Applied, hdr.Count)
+	f.snapshotRestored(hdr.Applied, hdr.Count)
 	return nil
 }

@@ -104,6 +104,28 @@ func (c *snapCounters) tookSnapshot(index uint64, objects int) {
 	}
 }
 
+// snapshotTaken counts a snapshot f persisted, and snapshotRestored one it
+// restored, unless f's store has stopped: a crashed member's abandoned raft
+// instance (Store.Crash) may still finish one, into storage nobody reads.
+func (f *fsm) snapshotTaken(index uint64, objects int) {
+	if !f.stopped() {
+		f.snaps.tookSnapshot(index, objects)
+	}
+}
+
+func (f *fsm) snapshotRestored(index uint64, objects int) {
+	if !f.stopped() {
+		f.snaps.restoredSnapshot(index, objects)
+	}
+}
+
+// stopped reports whether f's store was closed or crashed (its hub is).
+func (f *fsm) stopped() bool {
+	f.hub.mu.Lock()
+	defer f.hub.mu.Unlock()
+	return f.hub.closed
+}
+
 func (c *snapCounters) stats() SnapshotStats {
 	return SnapshotStats{Taken: c.taken.Load(), Installed: c.installed.Load(), Restored: c.restored.Load()}
 }
