@@ -42,9 +42,11 @@ type RaftParams struct {
 // raftstore.DefaultHeartbeatTimeout), and a harness whose control plane
 // flaps because the machine is busy injects faults it did not choose. They
 // go up to half as long again, which still fails over within a few seconds.
-// The snapshot sizes are drawn low, log-uniformly, so that a run of a few
-// seconds takes snapshots and a member partitioned or killed for a second
-// or two falls behind the leader's log and is sent one; the interval is
+// The snapshot sizes are drawn low, log-uniformly (half the thresholds
+// below 45 entries, half the trailing logs below 23), so that a run of a
+// few seconds takes snapshots even at podsafe test's 200 operations per
+// second, and a member partitioned or killed for a second or two falls
+// behind the leader's log and is sent one; the interval is
 // drawn no lower than 100 ms, so that snapshots of a large state (every pod
 // of a workload, encoded) do not take the machine.
 const (
@@ -52,10 +54,10 @@ const (
 	MaxDrawnTimeout       = raftstore.DefaultHeartbeatTimeout * 3 / 2
 	MinDrawnCommitTimeout = raftstore.DefaultCommitTimeout
 	MaxDrawnCommitTimeout = 25 * time.Millisecond
-	MinDrawnThreshold     = 16
-	MaxDrawnThreshold     = 512
-	MinDrawnTrailingLogs  = 8
-	MaxDrawnTrailingLogs  = 256
+	MinDrawnThreshold     = 8
+	MaxDrawnThreshold     = 256
+	MinDrawnTrailingLogs  = 4
+	MaxDrawnTrailingLogs  = 128
 	MinDrawnInterval      = 100 * time.Millisecond
 	MaxDrawnInterval      = time.Second
 )
@@ -89,9 +91,15 @@ func (p RaftParams) Draw(rng *rand.Rand) RaftParams {
 			*v = d
 		}
 	}
-	set(&p.HeartbeatTimeout, heartbeat)
 	// lease <= heartbeat <= election, whichever were given: a drawn one
 	// moves to fit the given ones.
+	if p.HeartbeatTimeout == 0 {
+		heartbeat = max(heartbeat, p.LeaderLeaseTimeout)
+		if p.ElectionTimeout != 0 {
+			heartbeat = min(heartbeat, p.ElectionTimeout)
+		}
+		p.HeartbeatTimeout = heartbeat
+	}
 	if p.ElectionTimeout == 0 {
 		p.ElectionTimeout = max(election, p.HeartbeatTimeout)
 	}

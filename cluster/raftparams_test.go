@@ -59,6 +59,11 @@ func TestRaftParamsDrawKeepsGiven(t *testing.T) {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("seed %d: %+v: %v", seed, p, err)
 		}
+		for _, given := range []RaftParams{{LeaderLeaseTimeout: 740 * time.Millisecond}, {ElectionTimeout: 510 * time.Millisecond}} {
+			if p := given.Draw(rand.New(rand.NewPCG(seed, 3))); p.Validate() != nil {
+				t.Fatalf("seed %d: %+v drew %+v: %v", seed, given, p, p.Validate())
+			}
+		}
 		// Fixing some fields leaves the others as the seed draws them.
 		if p.SnapshotThreshold != drawn.SnapshotThreshold || p.SnapshotInterval != drawn.SnapshotInterval || p.CommitTimeout != drawn.CommitTimeout {
 			t.Errorf("seed %d: fixing two fields changed the others: %+v, alone %+v", seed, p, drawn)
