@@ -35,6 +35,8 @@ type ConformanceRun struct {
 	Workload string          `json:"workload,omitempty"`
 	Nemesis  []string        `json:"nemesis,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// Snapshots counts the run's raft snapshots (Results.Snapshots).
+	Snapshots *SnapshotCounts `json:"snapshots,omitempty"`
 }
 
 // RunRef names a run that judged a guarantee and the checkers that did.
@@ -128,7 +130,7 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 			rep.Problems = append(rep.Problems, ConformanceProblem{Dir: dir, Error: err.Error()})
 			continue
 		}
-		run := ConformanceRun{Dir: dir, Scenario: r.Scenario, Target: r.Target, Seed: r.Seed, Verdict: r.Verdict, Started: r.Started, Error: r.Error}
+		run := ConformanceRun{Dir: dir, Scenario: r.Scenario, Target: r.Target, Seed: r.Seed, Verdict: r.Verdict, Started: r.Started, Error: r.Error, Snapshots: r.Snapshots}
 		if b, err := os.ReadFile(filepath.Join(dir, ScenarioFile)); err == nil {
 			var s scenarioFile
 			if json.Unmarshal(b, &s) == nil {

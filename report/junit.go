@@ -118,6 +118,10 @@ func RunJUnit(r *Results) JUnitSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
+	if r.Snapshots != nil {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "snapshot_installs", Value: fmt.Sprint(r.Snapshots.Installed)},
+			JUnitProperty{Name: "snapshots_taken", Value: fmt.Sprint(r.Snapshots.Taken)})
+	}
 	if r.Incomplete {
 		s.Properties = append(s.Properties, JUnitProperty{Name: "incomplete", Value: "true"})
 	}

@@ -49,6 +49,9 @@ type Results struct {
 	// Warnings are things that went wrong without breaking the run, such as a
 	// fault that could not be injected.
 	Warnings []string `json:"warnings,omitempty"`
+	// Snapshots counts the raft snapshots the members took and installed
+	// (CountSnapshots); nil when the history does not record them.
+	Snapshots *SnapshotCounts `json:"snapshots,omitempty"`
 }
 
 // IncompleteLabel is how reports name a run whose history has no closing
