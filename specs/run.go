@@ -30,6 +30,7 @@ import (
 	"github.com/podsafe/podsafe/internal/atomicfile"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/raftstore"
 	"github.com/podsafe/podsafe/report"
 	"github.com/podsafe/podsafe/target"
 	"github.com/podsafe/podsafe/workload"
@@ -80,6 +81,11 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
+	}
+	if s.Target == TargetEmbedded {
+		// The raft parameters the scenario leaves open, from their own
+		// stream of the seed; scenario.json records them all.
+		s.Raft = s.Raft.Draw(mrand.New(mrand.NewPCG(s.Seed, 3)))
 	}
 	if opts.StoreDir == "" {
 		opts.StoreDir = "store"
@@ -152,6 +158,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		res.Truncated = chk.Truncated
 		res.Incomplete = chk.Incomplete
 		res.Ops = chk.Ops
+		res.Snapshots = chk.Snapshots
 		if opts.Compress && closeErr == nil && ctx.Err() == nil {
 			// The history is whole and checked: from here on it is read,
 			// never appended to. The report is rendered from h, in memory.
@@ -294,6 +301,8 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 		TimeScale:       s.TimeScale,
 		Durable:         s.Durable,
 		StaleReads:      s.hasBug("stale-read"),
+		Raft:            s.Raft,
+		OnSnapshot:      snapshotRecorder(rec),
 		Logger:          log,
 		// Whatever the node runtimes run goes into the history, so the
 		// checkers judge from the same file.
@@ -310,6 +319,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 	if err != nil {
 		return nil, err
 	}
+	rec.Log(history.LogRaftParams, s.Raft.Attrs())
 	startCtx, cancel := context.WithTimeout(ctx, s.Topology.StartTimeout())
 	err = c.Start(startCtx)
 	cancel()
@@ -383,6 +393,22 @@ func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workl
 	return watchers, nil
 }
 
+// snapshotRecorder records every raft snapshot a member takes, installs
+// or restores as a history log line (history.LogSnapshotTaken and the
+// others), for the report to count.
+func snapshotRecorder(rec *history.Recorder) func(string, raftstore.SnapshotEvent) {
+	msgs := map[raftstore.SnapshotKind]string{
+		raftstore.SnapshotTaken:     history.LogSnapshotTaken,
+		raftstore.SnapshotInstalled: history.LogSnapshotInstalled,
+		raftstore.SnapshotRestored:  history.LogSnapshotRestored,
+	}
+	return func(member string, e raftstore.SnapshotEvent) {
+		rec.Log(msgs[e.Kind], map[string]string{
+			"member": member, "index": strconv.FormatUint(e.Index, 10), "objects": strconv.Itoa(e.Objects),
+		})
+	}
+}
+
 // LedgerRecorder is a kubelet.Ledger that writes every runtime ledger entry
 // to rec as a history ledger line. history does not import the system under
 // test, so the conversion lives here. Safe for concurrent use.
@@ -429,6 +455,7 @@ func CheckDirHistory(ctx context.Context, dir string, timeout time.Duration) (*r
 		verdict = checker.MergeVerdicts(verdict, checker.Unknown)
 	}
 	res := &report.Results{
+		Snapshots:   report.CountSnapshots(h),
 		Scenario:    h.Meta.Scenario,
 		Seed:        h.Meta.Seed,
 		Dir:         dir,

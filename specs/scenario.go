@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -63,6 +64,11 @@ type Scenario struct {
 	// "none" runs without faults.
 	Nemesis         []string `json:"nemesis"`
 	NemesisInterval Duration `json:"nemesisInterval"`
+	// NemesisCompose, when set, composes the nemesis as Jepsen's compose
+	// does (see nemesis.Part): each part injects its own faults, one at a
+	// time, on its own timer, so that faults of different parts overlap.
+	// Nemesis is then left empty.
+	NemesisCompose []NemesisPart `json:"nemesisCompose,omitempty"`
 	// Checkers, when set, are the only checkers that judge the run (names
 	// as podsafe list shows them), and each must find something to judge:
 	// one whose input the history lacks answers Unknown. Empty: every
@@ -106,6 +112,12 @@ type Scenario struct {
 	// registers its nodes there (tainted, so only its workloads land on
 	// them) and injects only the faults of what it owns.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Raft are the raft timings and snapshot sizes of the embedded
+	// control plane's members. Run draws every field left zero from the
+	// seed (cluster.RaftParams.Draw), so that runs explore snapshots,
+	// compaction and timing; the fields given stand. A run's scenario.json
+	// holds them all, so a rerun from it runs the same.
+	Raft cluster.RaftParams `json:"raft,omitzero"`
 	// Steps, when set, make the run scripted: they run in order instead of
 	// the workload's random operations and the nemesis's random faults
 	// (the kube target only). The workload still names what the history
@@ -253,6 +265,12 @@ func (s *Scenario) Defaults() {
 		if len(s.Nemesis) > 0 {
 			s.Name += "-" + strings.ReplaceAll(strings.Join(s.Nemesis, "+"), ",", "+")
 		}
+		if len(s.NemesisCompose) > 0 {
+			s.Name += "-compose"
+			for _, p := range s.NemesisCompose {
+				s.Name += "-" + strings.ReplaceAll(strings.Join(p.Faults, "+"), ",", "+")
+			}
+		}
 	}
 	if s.Nodes > 0 && s.Zones >= 0 && len(s.Topology.Nodes) == 0 {
 		members := s.Topology.Members
@@ -366,6 +384,9 @@ func (s *Scenario) Validate() error {
 	if _, err := nemesis.Lookup(s.Nemesis...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
+	if err := s.validCompose(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
 	if err := validCheckers(s.Checkers); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
@@ -416,6 +437,15 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Kubeconfig != "" && s.Target != TargetKubeconfig {
 		return fmt.Errorf("%w: a kubeconfig is for the target kubeconfig (an existing cluster), not %q", ErrInvalidScenario, s.Target)
+	}
+	// The fields given must fit together and with whatever Run draws for
+	// the others (Draw fits what it draws to what is given, whatever the
+	// seed).
+	if err := s.Raft.Draw(mrand.New(mrand.NewPCG(0, 0))).Validate(); err != nil {
+		return fmt.Errorf("%w: scenario raft: %w", ErrInvalidScenario, err)
+	}
+	if !s.Raft.IsZero() && s.Target != "" && s.Target != TargetEmbedded {
+		return fmt.Errorf("%w: scenario raft sets the embedded control plane's raft; the %s target runs its own etcd (drop raft)", ErrInvalidScenario, s.Target)
 	}
 	switch s.Target {
 	case "", TargetEmbedded:
@@ -539,6 +569,63 @@ func keys(m map[string]string) string {
 		ks = append(ks, k)
 	}
 	return strings.Join(sortStrings(ks), ", ")
+}
+
+// NemesisPart is one part of a composed nemesis (Scenario.NemesisCompose).
+type NemesisPart struct {
+	// Faults names faults or groups of faults, as Scenario.Nemesis does.
+	Faults []string `json:"faults"`
+	// Interval is the part's mean time between operations; zero: the
+	// scenario's nemesisInterval.
+	Interval Duration `json:"interval,omitempty"`
+}
+
+// hasFaults reports whether names names some fault ("none" names none).
+func hasFaults(names []string) bool {
+	fs, err := nemesis.Lookup(names...)
+	return err != nil || len(fs) > 0
+}
+
+// validCompose checks NemesisCompose: every part names faults that exist
+// and a valid interval, and Nemesis is not given besides.
+func (s *Scenario) validCompose() error {
+	if len(s.NemesisCompose) == 0 {
+		return nil
+	}
+	if hasFaults(s.Nemesis) {
+		return fmt.Errorf("nemesis %s and nemesisCompose are both given: a composed nemesis names its faults in its parts (nemesisCompose[].faults, --nemesis-compose); drop nemesis (--nemesis)", strings.Join(s.Nemesis, ","))
+	}
+	for i, p := range s.NemesisCompose {
+		if !hasFaults(p.Faults) {
+			return fmt.Errorf("nemesisCompose[%d].faults names no fault: name faults or groups of faults (see podsafe list)", i)
+		}
+		if _, err := nemesis.Lookup(p.Faults...); err != nil {
+			return fmt.Errorf("nemesisCompose[%d].faults: %w", i, err)
+		}
+		if p.Interval < 0 {
+			return fmt.Errorf("nemesisCompose[%d].interval must be > 0 (or left out for nemesisInterval), got %s", i, p.Interval)
+		}
+	}
+	return nil
+}
+
+// NemesisParts returns the parts of a composed nemesis (none when the
+// scenario does not compose one), each with its faults looked up and its
+// interval (nemesisInterval when the part gives none).
+func (s *Scenario) NemesisParts() ([]nemesis.Part, error) {
+	var out []nemesis.Part
+	for i, p := range s.NemesisCompose {
+		fs, err := nemesis.Lookup(p.Faults...)
+		if err != nil {
+			return nil, fmt.Errorf("nemesisCompose[%d]: %w", i, err)
+		}
+		d := time.Duration(p.Interval)
+		if d == 0 {
+			d = time.Duration(s.NemesisInterval)
+		}
+		out = append(out, nemesis.Part{Name: strings.Join(p.Faults, ","), Faults: fs, Interval: d})
+	}
+	return out, nil
 }
 
 // Duration is a time.Duration that reads and writes as "30s" in JSON and YAML.
