@@ -52,10 +52,15 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 			k.lastLease = updated
 			return nil
 		}
-		k.lastLease = nil
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			// Keep the copy, as upstream's lease controller does: if the
+			// failed write did land, the next one conflicts and reads;
+			// otherwise it needs no read at all. Dropping the copy on
+			// every timeout made an overloaded store answer a read and a
+			// write per renewal just when it could least afford them.
 			return fmt.Errorf("renewing lease of %s: %w", k.cfg.NodeName, err)
 		}
+		k.lastLease = nil
 		spec.AcquireTime = nil
 	}
 	lease, err := leases.Get(rctx, k.cfg.NodeName, metav1.GetOptions{})

@@ -19,7 +19,8 @@ import (
 // TestLeaseRenewalWritesOnce: after the first renewal, each renewal is one
 // update of the Lease the kubelet wrote last, with no read; a conflict (some
 // other writer) or a Lease that vanished sends it back to read (or create)
-// and write, and the next renewal is one write again.
+// and write, and the next renewal is one write again; a renewal that timed
+// out keeps the copy, so the next one is still a single write.
 func TestLeaseRenewalWritesOnce(t *testing.T) {
 	client := fake.NewClientset()
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -67,5 +68,26 @@ func TestLeaseRenewalWritesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	renew("update get create")
+	renew("update")
+
+	// A renewal that timed out keeps the copy: the next renewal is one
+	// update again, with no read (the timed-out write did not land here;
+	// had it landed, the update would conflict and read, as above).
+	timeouts := 1
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if timeouts == 0 {
+			return false, nil, nil
+		}
+		timeouts--
+		return true, nil, apierrors.NewTimeoutError("the outcome of the request is unknown", 1)
+	})
+	client.ClearActions()
+	clk.Step(10 * time.Second)
+	if err := k.renewLease(ctx); err == nil || !apierrors.IsTimeout(err) {
+		t.Fatalf("renewal during a timeout: %v, want the timeout", err)
+	}
+	if k.lastLease == nil {
+		t.Fatal("a timed-out renewal dropped the kubelet's copy of its Lease")
+	}
 	renew("update")
 }
