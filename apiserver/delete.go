@@ -289,7 +289,7 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 		now := s.clock.Now()
 		out, outcome := GracefulDelete(pod, opts.GracePeriodSeconds, now)
 		if outcome == DeletePending {
-			out, outcome = lengthenGrace(pod, out, opts.GracePeriodSeconds, now)
+			out, outcome = s.lengthenGrace(pod, out, opts.GracePeriodSeconds, now)
 		}
 		grace := leftGrace(out, outcome)
 		req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: grPods, Subresource: sub,
@@ -353,10 +353,10 @@ func leftGrace(updated *corev1.Pod, outcome DeleteOutcome) int64 {
 // deletionGracePeriodSeconds (requested, or the spec's when none is)
 // lengthens it, counted from now (breaks PS-3). Without the failpoint it
 // returns pending unchanged.
-func lengthenGrace(pod, pending *corev1.Pod, requested *int64, now time.Time) (*corev1.Pod, DeleteOutcome) {
+func (s *Server) lengthenGrace(pod, pending *corev1.Pod, requested *int64, now time.Time) (*corev1.Pod, DeleteOutcome) {
 	lengthen := false
 	grace := EffectiveGracePeriod(pod, requested)
-	failpoint.Inject("lengthenGrace", func() {
+	failpoint.InjectContext(s.fp, "lengthenGrace", func() {
 		lengthen = pod.DeletionGracePeriodSeconds != nil && grace > *pod.DeletionGracePeriodSeconds
 	})
 	if !lengthen {

@@ -16,6 +16,8 @@ import (
 	"github.com/pingcap/failpoint"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // Config configures a Server. Zero values mean the defaults below; New fills
@@ -138,6 +140,9 @@ type Server struct {
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
+	// fp is the context the failpoint markers see: the identity (fpctx) of
+	// the store member this server fronts, when its Store names one.
+	fp context.Context
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -164,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
 		reg: reg, log: cfg.Logger, clock: cfg.Clock,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, fp: fpctx.For(storeID(cfg.Store)),
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 	s.handler = s.recoverPanics(s.logRequests(http.HandlerFunc(s.route)))
@@ -174,7 +179,7 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Failpoint requestDelay: an API server slow to answer.
-	failpoint.Inject("requestDelay", func() {})
+	failpoint.InjectContext(s.fp, "requestDelay", func() {})
 	s.handler.ServeHTTP(w, r)
 }
 

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/pingcap/failpoint"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // disk is a durable member's storage as raft sees it: its log and stable
@@ -68,7 +71,8 @@ type disk struct {
 	writeBack    time.Duration
 	flusherOnce  sync.Once
 	stopFlusher  chan struct{}
-	ackUnsynced  atomic.Bool // test switch with the failpoint's effect
+	ackUnsynced  atomic.Bool     // test switch with the failpoint's effect
+	fp           context.Context // the member's identity for failpoint markers (fpctx)
 	unsyncedLost atomic.Int64
 }
 
@@ -91,6 +95,7 @@ func newDisk(bolt *raftboltdb.BoltStore, snaps *raft.FileSnapshotStore, log *slo
 		cache:       writeBackCache{logs: map[uint64]*raft.Log{}},
 		writeBack:   defaultWriteBack,
 		stopFlusher: make(chan struct{}),
+		fp:          fpctx.For(fpctx.Unnamed),
 	}
 }
 
@@ -160,7 +165,7 @@ func (d *disk) StoreLogs(logs []*raft.Log) error {
 	// acknowledged from the cache and written back later, so a power
 	// failure loses entries raft has acknowledged (breaks STORE-LIN).
 	lazy := d.ackUnsynced.Load()
-	failpoint.Inject("ackBeforeSync", func() { lazy = true })
+	failpoint.InjectContext(d.fp, "ackBeforeSync", func() { lazy = true })
 	if lazy {
 		d.cache.put(logs)
 		d.flusherOnce.Do(func() { go d.flusher() })

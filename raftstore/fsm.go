@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/pingcap/failpoint"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // opCode names a write command.
@@ -162,19 +165,23 @@ type fsm struct {
 	// long before it is applied, as on a member whose disk or CPU is slow.
 	delay atomic.Int64
 	snaps snapCounters // snapshots taken, installed and restored (snapstats.go)
+	// fp is the context the failpoint markers see: the member's identity
+	// (fpctx), given by Open (nameFailpoints).
+	fp context.Context
 }
 
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(h *hub, log *slog.Logger) *fsm {
-	return &fsm{objects: map[string]map[Key]stored{}, hub: h, log: log}
+	return &fsm{objects: map[string]map[Key]stored{}, hub: h, log: log, fp: fpctx.For(fpctx.Unnamed)}
 }
 
 // Apply applies one committed command. It is called by raft on one goroutine,
 // in log order, on every member.
 func (f *fsm) Apply(l *raft.Log) any {
-	// Failpoint applyDelay: slow the state machine (a member that lags).
-	failpoint.Inject("applyDelay", func() {})
+	// Failpoint applyDelay: slow the state machine (a member that lags;
+	// aimed at one member, only that one).
+	failpoint.InjectContext(f.fp, "applyDelay", func() {})
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		time.Sleep(d)
 	}

@@ -310,7 +310,7 @@ func (s *Store) readIndex(ctx context.Context) (uint64, error) {
 	// Planted bug "read-skips-apply-wait" (bug zoo): answer from whatever
 	// the leader's state machine holds now (breaks read-after-watch).
 	skip := false
-	failpoint.Inject("readSkipsApplyWait", func() { skip = true })
+	failpoint.InjectContext(s.fsm.fp, "readSkipsApplyWait", func() { skip = true })
 	if skip {
 		return 0, nil
 	}

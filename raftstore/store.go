@@ -206,6 +206,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 
 	s.logs = logs
+	s.nameFailpoints()
 	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, transport{s.trans})
 	if err != nil {
 		return fail(fmt.Errorf("starting raft: %w", err))
