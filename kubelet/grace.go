@@ -1,10 +1,13 @@
 package kubelet
 
 import (
+	"context"
 	"time"
 
 	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // Grace-period constants of GP-1, GP-3, GP-5 and LC-11.
@@ -70,12 +73,18 @@ func ContainerGracePeriod(pod *corev1.Pod, c *corev1.Container, reason KillReaso
 // the spec; it is never below 1 s. changed reports that a termination under
 // way must now use a different (shorter) value. It is pure.
 func EffectiveGracePeriod(current int64, pod *corev1.Pod, override *int64) (grace int64, changed bool) {
+	return effectiveGracePeriod(fpctx.For(fpctx.Unnamed), current, pod, override)
+}
+
+// effectiveGracePeriod is EffectiveGracePeriod whose failpoint marker sees
+// fp (a kubelet's identity).
+func effectiveGracePeriod(fp context.Context, current int64, pod *corev1.Pod, override *int64) (grace int64, changed bool) {
 	grace = current
 	d := pod.DeletionGracePeriodSeconds
 	// Planted bug "kubelet-uses-spec-grace" (bug zoo): the deletion's grace
 	// is ignored and the spec's terminationGracePeriodSeconds used in its
 	// place (breaks GP-1).
-	failpoint.Inject("useSpecGrace", func() {
+	failpoint.InjectContext(fp, "useSpecGrace", func() {
 		if d != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
 			d = pod.Spec.TerminationGracePeriodSeconds
 		}
@@ -173,10 +182,13 @@ func (k *KillTimeline) Termed(now time.Time) { k.TermAt = now }
 
 // KillAt is when KILL is due: max(Deadline, TermAt + 2 s). It is meaningful
 // only after Termed.
-func (k *KillTimeline) KillAt() time.Time {
+func (k *KillTimeline) KillAt() time.Time { return k.killAt(fpctx.For(fpctx.Unnamed)) }
+
+// killAt is KillAt whose failpoint marker sees fp (a kubelet's identity).
+func (k *KillTimeline) killAt(fp context.Context) time.Time {
 	due := k.TermAt.Add(RuntimeGracePeriod(k.Grace, k.TermAt.Sub(k.Start)))
 	// Planted bug "kubelet-kills-early" (bug zoo): KILL half a second after
 	// TERM whatever the grace period (breaks PS-4, GP-2).
-	failpoint.Inject("killEarly", func() { due = k.TermAt.Add(500 * time.Millisecond) })
+	failpoint.InjectContext(fp, "killEarly", func() { due = k.TermAt.Add(500 * time.Millisecond) })
 	return due
 }

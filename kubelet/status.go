@@ -443,7 +443,7 @@ func (p *statusPoster) run(ctx context.Context) {
 // pod already gone counts as done.
 func (p *statusPoster) post(ctx context.Context, st *corev1.PodStatus, final bool) error {
 	// Failpoint statusPostDelay: pod status reaches the API late.
-	failpoint.Inject("statusPostDelay", func() {})
+	failpoint.InjectContext(p.k.failpoints(), "statusPostDelay", func() {})
 	pods := p.k.cfg.Client.CoreV1().Pods(p.w.namespace)
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": p.w.uid},

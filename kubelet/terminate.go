@@ -94,13 +94,13 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 			// GP-4/GP-7: hard eviction's 0 is the 1 s floor of GP-5.
 			override = ptr.To(max(*w.evictGrace, 1))
 		}
-		grace, _ = EffectiveGracePeriod(grace, w.pod, override)
+		grace, _ = effectiveGracePeriod(w.k.failpoints(), grace, w.pod, override)
 	}
 	if w.term != nil {
 		// Planted bug "kubelet-ignores-shortened-grace" (bug zoo): a
 		// termination under way keeps its first, longer deadline when a
 		// later deletion shortens the grace (breaks PS-3, GP-5).
-		failpoint.Inject("ignoreShortenedGrace", func() { failpoint.Return() })
+		failpoint.InjectContext(w.k.failpoints(), "ignoreShortenedGrace", func() { failpoint.Return() })
 		if w.term.shorten(grace) {
 			w.k.log.Info("termination shortened", "pod", w.namespace+"/"+w.name, "grace", grace)
 		}
@@ -117,7 +117,7 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 	// deletion's start, by the pod's deletionTimestamp, instead of starting
 	// over: the containers get only what remained of the old deadline
 	// (breaks PS-5, LC-12). killContainer keeps that start.
-	failpoint.Inject("restartForgetsGrace", func() {
+	failpoint.InjectContext(w.k.failpoints(), "restartForgetsGrace", func() {
 		if p := w.pod; w.startTime.IsZero() && p != nil && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
 			start = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
 		}
@@ -200,7 +200,7 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 	var resumeFrom time.Time
 	// Planted bug "kubelet-restart-forgets-grace" (see terminate): a start
 	// well in the past is a resumed termination's; keep it past TERM.
-	failpoint.Inject("restartForgetsGrace", func() {
+	failpoint.InjectContext(k.failpoints(), "restartForgetsGrace", func() {
 		if tl.Start.Before(k.clock.Now().Add(-MinimumGracePeriodSeconds * time.Second)) {
 			resumeFrom = tl.Start
 		}
@@ -260,7 +260,7 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		tl.Start = now
 	}
 	tl.Termed(now)
-	failpoint.Inject("restartForgetsGrace", func() {
+	failpoint.InjectContext(k.failpoints(), "restartForgetsGrace", func() {
 		if !resumeFrom.IsZero() {
 			tl.Start = resumeFrom
 		}
@@ -270,10 +270,10 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 	// reading, and the deadline is looked at again after every wake-up.
 	for {
 		now := k.clock.Now()
-		if !now.Before(tl.KillAt()) {
+		if !now.Before(tl.killAt(k.failpoints())) {
 			break
 		}
-		timer := k.clock.NewTimer(tl.KillAt().Sub(now))
+		timer := k.clock.NewTimer(tl.killAt(k.failpoints()).Sub(now))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
