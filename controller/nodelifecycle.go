@@ -375,7 +375,7 @@ func (nl *NodeLifecycle) evictPods(ctx context.Context, nodeName string) error {
 	// terminating ones included, are force deleted (grace 0) instead of
 	// deleted gracefully, so their replacements may start while they still
 	// run there (breaks PS-9, PS-11).
-	failpoint.Inject("nodeControllerForceDeletes", func() { force = true })
+	failpoint.InjectContext(nl.queue.fp, "nodeControllerForceDeletes", func() { force = true })
 	var next time.Duration
 	var errs []error
 	for _, obj := range objs {

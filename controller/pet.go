@@ -177,7 +177,7 @@ func (pc *Pet) sync(ctx context.Context, key string) error {
 	// is replaced at once, its object force deleted to free the name,
 	// instead of once the object is gone; the old pet may still run when
 	// its replacement starts (breaks PS-11).
-	failpoint.Inject("petReplacesEarly", func() { plan.create = append(plan.create, pc.freeTerminating(ctx, set, pets)...) })
+	failpoint.InjectContext(pc.queue.fp, "petReplacesEarly", func() { plan.create = append(plan.create, pc.freeTerminating(ctx, set, pets)...) })
 	var errs []error
 	for _, ord := range plan.create {
 		if err := pc.createPet(ctx, set, ord); err != nil {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/internal/fpctx"
 )
 
 // Retry back-off of a key whose sync failed, on the controller's clock.
@@ -24,6 +26,9 @@ const (
 // never synced by two workers at once, so a sync function may assume it
 // owns its object for the duration of the call.
 type keyQueue struct {
+	// fp is the context the controller's failpoint markers see: its
+	// identity, fpctx.Controller(name).
+	fp    context.Context
 	name  string
 	q     workqueue.TypedRateLimitingInterface[string]
 	sync  func(ctx context.Context, key string) error
@@ -35,6 +40,7 @@ type keyQueue struct {
 func newKeyQueue(name string, clk clock.WithTicker, log *slog.Logger, sync func(ctx context.Context, key string) error) *keyQueue {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)
 	return &keyQueue{
+		fp:    fpctx.For(fpctx.Controller(name)),
 		name:  name,
 		q:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "", Clock: clk}),
 		sync:  sync,
@@ -84,7 +90,7 @@ func (kq *keyQueue) next(ctx context.Context) bool {
 	}
 	defer kq.q.Done(key)
 	// Failpoint syncDelay: a controller that is slow to act on what it saw.
-	failpoint.Inject("syncDelay", func() {})
+	failpoint.InjectContext(kq.fp, "syncDelay", func() {})
 	if err := kq.sync(ctx, key); err != nil {
 		if ctx.Err() == nil {
 			kq.log.Debug("sync failed, retrying", "queue", kq.name, "key", key, "err", err)

@@ -246,13 +246,13 @@ func (c *Controller) fence(ctx context.Context, node *corev1.Node, why candidacy
 	// Fence and confirm: every agent, in order; one failure and the fence
 	// is not confirmed, nothing is recorded and the node is retried.
 	// Failpoint agentDelay: fence agents that take their time to confirm.
-	failpoint.Inject("agentDelay", func() {})
+	failpoint.InjectContext(failpoints, "agentDelay", func() {})
 	// Failpoint deletesBeforeFence is a PLANTED BUG for the bug zoo, inert
 	// unless a scenario switches it on: the node's pods are force deleted
 	// under a licence forged before any agent fenced the node and before the
 	// fence is recorded, so their replacements may start while they still
 	// run there (breaks PS-14).
-	failpoint.Inject("deletesBeforeFence", func() {
+	failpoint.InjectContext(failpoints, "deletesBeforeFence", func() {
 		_, _ = c.forceDeletePods(ctx, confirmedFence{node: node, recordedFence: recordedFence{token: token}})
 	})
 	for _, a := range c.cfg.Agents {

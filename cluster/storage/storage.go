@@ -140,7 +140,7 @@ func (s *Server) Write(wr kubelet.StorageWrite) bool {
 	// accepts the writes of a fenced node, so a pet cut off from the control
 	// plane keeps writing the volume its replacement now writes (breaks
 	// PS-15, PS-14).
-	failpoint.Inject("acceptFencedWrites", func() { fenced = false })
+	failpoint.InjectContext(failpoints, "acceptFencedWrites", func() { fenced = false })
 	action := kubelet.ActionWrite
 	if fenced {
 		action = kubelet.ActionWriteRefused

@@ -68,7 +68,7 @@ type PostFilterResult struct {
 func PreemptableBelow(prio int32) int32 {
 	// Planted bug of the bug zoo (scheduler-preempts-equal-priority): pods
 	// of the preemptor's own priority count as victims too, breaking PR-10.
-	failpoint.Inject("preemptsEqualPriority", func() {
+	failpoint.InjectContext(failpoints, "preemptsEqualPriority", func() {
 		if prio < math.MaxInt32 {
 			prio++
 		}

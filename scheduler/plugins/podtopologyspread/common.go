@@ -156,7 +156,7 @@ func countMatching(pods []*framework.PodInfo, ns string, sel labels.Selector) in
 	// Planted bug of the bug zoo (scheduler-counts-other-namespaces):
 	// matching pods of every namespace count, not only the incoming pod's
 	// (breaks TS-6).
-	failpoint.Inject("countsOtherNamespaces", func() { anyNamespace = true })
+	failpoint.InjectContext(failpoints, "countsOtherNamespaces", func() { anyNamespace = true })
 	if sel.Empty() {
 		return 0
 	}

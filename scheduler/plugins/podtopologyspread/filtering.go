@@ -132,7 +132,7 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 			// Planted bug of the bug zoo (scheduler-ignores-missing-topology-key):
 			// a node lacking a constraint's topology key is eligible, its
 			// missing domain counting as empty (breaks TS-5).
-			failpoint.Inject("ignoresMissingTopologyKey", func() { reject = false })
+			failpoint.InjectContext(failpoints, "ignoresMissingTopologyKey", func() { reject = false })
 			if reject {
 				return rejectNoLabels
 			}
