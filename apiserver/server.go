@@ -47,6 +47,14 @@ type Config struct {
 	// graceful delete, binding) that lose a compare-and-swap to another
 	// writer; past it the client gets 409.
 	MaxConflictRetries int
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only and the mutating requests served at once (watches are not
+	// counted, the admin identity is exempt); past a bound a request gets
+	// 429 with Retry-After: 1, as from kube-apiserver's flags of the same
+	// names. Zero means the default (kube-apiserver's 400 and 200),
+	// negative no bound.
+	MaxRequestsInFlight         int
+	MaxMutatingRequestsInFlight int
 	// Seed seeds the suffixes of generateName; 0 means a random seed.
 	Seed uint64
 
@@ -66,6 +74,10 @@ const (
 	DefaultWatchTimeout       = 30 * time.Minute
 	DefaultRequestTimeout     = 30 * time.Second
 	DefaultMaxConflictRetries = 16
+	// kube-apiserver's defaults of --max-requests-inflight and
+	// --max-mutating-requests-inflight.
+	DefaultMaxRequestsInFlight         = 400
+	DefaultMaxMutatingRequestsInFlight = 200
 )
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -87,6 +99,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConflictRetries == 0 {
 		c.MaxConflictRetries = DefaultMaxConflictRetries
+	}
+	if c.MaxRequestsInFlight == 0 {
+		c.MaxRequestsInFlight = DefaultMaxRequestsInFlight
+	}
+	if c.MaxMutatingRequestsInFlight == 0 {
+		c.MaxMutatingRequestsInFlight = DefaultMaxMutatingRequestsInFlight
 	}
 	return c
 }
@@ -134,6 +152,7 @@ type Server struct {
 	store   Store
 	classes *priorityClassCache
 	reg     *registry
+	limits  *inflight
 	log     *slog.Logger
 	clock   clock.PassiveClock
 	handler http.Handler
@@ -168,7 +187,8 @@ func New(cfg Config) (*Server, error) {
 	classes := newPriorityClassCache(cfg.Store, cfg.Logger)
 	s := &Server{
 		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
-		reg: reg, log: cfg.Logger, clock: cfg.Clock,
+		reg: reg, limits: newInflight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight),
+		log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel, fp: fpctx.For(storeID(cfg.Store)),
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
@@ -225,6 +245,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := w.(*statusRecorder); ok {
 		rec.identity = identity
 	}
+	release, ok := s.limits.admit(w, r, identity)
+	if !ok {
+		return
+	}
+	defer release()
 	segs := splitPath(path)
 	switch {
 	case path == openAPIPrefix || strings.HasPrefix(path, openAPIPrefix+"/"):
