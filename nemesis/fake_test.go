@@ -272,7 +272,7 @@ func (r richTarget) APIStoreLinks(member int) []target.Link {
 	return out
 }
 
-func (r richTarget) EnableFailpoint(_ context.Context, name, term string) (func() error, error) {
+func (r richTarget) EnableFailpoint(_ context.Context, name, term, _ string) (func() error, error) {
 	r.record("failpoint %s=%s", name, term)
 	return func() error { r.record("failpoint off %s", name); return nil }, nil
 }

@@ -237,7 +237,11 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	if err != nil {
 		return err
 	}
-	sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
+	parts, err := s.NemesisParts()
+	if err != nil {
+		return err
+	}
+	sched := &nemesis.Schedule{Faults: faults, Parts: parts, Interval: time.Duration(s.NemesisInterval), Recorder: rec, Logger: log.With("component", "nemesis")}
 	stats := &workload.Stats{}
 	runCtx, stop := runContext(ctx, s, opts, res)
 	defer stop()
@@ -273,12 +277,16 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	wg.Wait()
 	close(progressDone)
 	rec.Log("workload finished; all faults healed", nil)
+	if len(parts) > 0 {
+		rec.Log("composed nemesis finished", map[string]string{"injected": fmt.Sprint(sched.Injected()),
+			"skipped": fmt.Sprint(sched.Skipped())})
+	}
 	time.Sleep(opts.SettleTime)
 	if nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
 		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
 	}
-	if len(faults) > 0 && sched.Injected() == 0 && !res.Interrupted && ctx.Err() == nil {
+	if len(faults)+len(parts) > 0 && sched.Injected() == 0 && !res.Interrupted && ctx.Err() == nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no fault was injected: the time limit %s is too short for the nemesis interval %s, or no fault fits the target", s.Duration, s.NemesisInterval))
 	}
 	for _, w := range res.Warnings {
