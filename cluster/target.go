@@ -15,6 +15,7 @@ import (
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster/scaledclock"
+	"github.com/podsafe/podsafe/internal/fpctx"
 	"github.com/podsafe/podsafe/nemesis/fpprobe"
 	"github.com/podsafe/podsafe/target"
 )
@@ -388,10 +389,22 @@ func (e *embedded) APIStoreLinks(member int) []target.Link {
 }
 
 // EnableFailpoint switches a failpoint on in this process, which runs every
-// component.
-func (e *embedded) EnableFailpoint(_ context.Context, name, term string) (func() error, error) {
+// component, aimed at component (fpctx.Aim: the markers carry their
+// component's name); empty aims it everywhere.
+func (e *embedded) EnableFailpoint(_ context.Context, name, term, component string) (func() error, error) {
+	if component != "" {
+		if _, err := e.component(component); err != nil {
+			return nil, err
+		}
+	}
+	unaim := fpctx.Aim(name, component)
 	if err := failpoint.Enable(name, term); err != nil {
+		unaim()
 		return nil, err
 	}
-	return func() error { return failpoint.Disable(name) }, nil
+	return func() error {
+		err := failpoint.Disable(name)
+		unaim()
+		return err
+	}, nil
 }

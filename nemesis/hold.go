@@ -326,7 +326,7 @@ func (v view) APIStoreLinks(member int) []target.Link {
 	return nil
 }
 
-func (v view) EnableFailpoint(ctx context.Context, name, term string) (func() error, error) {
+func (v view) EnableFailpoint(ctx context.Context, name, term, component string) (func() error, error) {
 	f, ok := v.h.t.(target.Failpoints)
 	if !ok {
 		return nil, unsupported("failpoint " + name)
@@ -334,5 +334,5 @@ func (v view) EnableFailpoint(ctx context.Context, name, term string) (func() er
 	if err := v.h.acquire(v.part, failpointKey(name)); err != nil {
 		return nil, err
 	}
-	return f.EnableFailpoint(ctx, name, term)
+	return f.EnableFailpoint(ctx, name, term, component)
 }

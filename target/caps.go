@@ -82,12 +82,14 @@ type APIStore interface {
 }
 
 // Failpoints switches pingcap/failpoint failpoints in the target's
-// components (Capability Failpoint, which a target reports only where the
-// markers are live).
+// components (Capability Failpoint, which a target reports, for each
+// component, only where its markers are live).
 type Failpoints interface {
 	// EnableFailpoint switches the failpoint name (its package's import
-	// path, a slash and the marker) on with term until heal.
-	EnableFailpoint(ctx context.Context, name, term string) (heal func() error, err error)
+	// path, a slash and the marker) on with term until heal, aimed at the
+	// named component: its markers fire there only. An empty component
+	// aims it everywhere.
+	EnableFailpoint(ctx context.Context, name, term, component string) (heal func() error, err error)
 }
 
 // WatchFreezer freezes one component's watches of one resource: the
