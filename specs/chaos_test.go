@@ -42,6 +42,10 @@ var _ = Describe("chaos matrix", Label("chaos"), func() {
 			NemesisInterval: specs.Duration(time.Second), Duration: specs.Duration(chaosTime()),
 		}, specs.RunOptions{StoreDir: GinkgoT().TempDir(), Progress: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
+		// Each cell shows its raft snapshots: the installs a run with
+		// drawn raft parameters made, judged like any other run.
+		snaps := out.Results.Snapshots
+		AddReportEntry("raft snapshots", snaps.String()+" — "+snaps.PerMember()+" — raft "+snaps.ParamsLine())
 		for _, r := range out.Results.Checks {
 			Expect(r.Verdict).NotTo(Equal(checker.Illegal), "%s: %s (run %s)", r.Checker, r.Summary, out.Dir)
 			if r.Verdict == checker.Unknown {
