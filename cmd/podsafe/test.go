@@ -28,6 +28,7 @@ type testFlags struct {
 	scenarioFile    string
 	workload        string
 	nemesis         []string
+	nemesisCompose  []string
 	nemesisInterval time.Duration
 	checkers        []string
 	timeLimit       time.Duration
@@ -66,6 +67,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 		Example: `  podsafe test --workload register --nemesis partition --time-limit 30s
   podsafe test --workload register --nemesis isolate-leader --seed 42 --concurrency 8
   podsafe test --scenario my-scenario.yaml
+  podsafe test --workload pets --nemesis-compose partition@6s --nemesis-compose kill-kubelet,pause-kubelet@4s --nemesis-compose clock
   podsafe test --target kube --workload pets --nemesis partition-node,kill --time-limit 5m
   podsafe test --kubeconfig ~/.kube/config --workload pets --nemesis partition-node,kill-kubelet --time-limit 3m`,
 		Args: cobra.NoArgs,
@@ -75,6 +77,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.StringVar(&f.scenarioFile, "scenario", "", "read the scenario from a YAML or JSON file (flags given too override it)")
 	fl.StringVar(&f.workload, "workload", "register", "workload to run (see podsafe list)")
 	fl.StringSliceVar(&f.nemesis, "nemesis", []string{"partition"}, "faults or fault groups, comma separated, or none (see podsafe list)")
+	fl.StringArrayVar(&f.nemesisCompose, "nemesis-compose", nil, "one part of a composed nemesis: faults or groups, comma separated, then optionally @ and the part's mean interval (kill-kubelet,pause-kubelet@4s; default --nemesis-interval); repeat for each part. Parts inject on timers of their own, so their faults overlap; replaces --nemesis")
 	fl.StringSliceVar(&f.checkers, "checkers", nil, "only these checkers judge the run, comma separated (see podsafe list); each must find something to judge, or the verdict is unknown (default: every checker whose input the history holds)")
 	fl.DurationVar(&f.nemesisInterval, "nemesis-interval", 5*time.Second, "mean time between nemesis operations")
 	fl.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "how long the workload runs")
@@ -127,6 +130,19 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("nemesis") {
 		s.Nemesis = f.nemesis
+	}
+	switch {
+	case cmd.Flags().Changed("nemesis-compose"):
+		parts, err := parseCompose(f.nemesisCompose)
+		if err != nil {
+			return s, err
+		}
+		s.NemesisCompose = parts
+		if !cmd.Flags().Changed("nemesis") {
+			s.Nemesis = nil // the default --nemesis, or the file's: the parts replace it
+		}
+	case cmd.Flags().Changed("nemesis"):
+		s.NemesisCompose = nil // a file's composed nemesis, replaced by the flag's
 	}
 	if set("nemesis-interval") {
 		s.NemesisInterval = specs.Duration(f.nemesisInterval)
@@ -335,7 +351,50 @@ func verdictCode(v checker.Verdict) int {
 	}
 }
 
+// parseCompose reads the parts of --nemesis-compose: "faults[@interval]".
+func parseCompose(values []string) ([]specs.NemesisPart, error) {
+	var out []specs.NemesisPart
+	for _, v := range values {
+		faults, every, timed := strings.Cut(v, "@")
+		p := specs.NemesisPart{}
+		for _, n := range strings.Split(faults, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				p.Faults = append(p.Faults, n)
+			}
+		}
+		if len(p.Faults) == 0 {
+			return nil, fmt.Errorf("--nemesis-compose %q names no fault: give faults or groups, comma separated, then optionally @ and an interval (partition@4s)", v)
+		}
+		if timed {
+			d, err := time.ParseDuration(every)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("--nemesis-compose %q: the interval after @ must be a duration > 0 such as 4s, got %q", v, every)
+			}
+			p.Interval = specs.Duration(d)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// composeArgs renders a composed nemesis as --nemesis-compose values, each
+// part with its interval.
+func composeArgs(s specs.Scenario) []string {
+	var out []string
+	for _, p := range s.NemesisCompose {
+		d := p.Interval
+		if d == 0 {
+			d = s.NemesisInterval
+		}
+		out = append(out, strings.Join(p.Faults, ",")+"@"+d.String())
+	}
+	return out
+}
+
 func nemesisName(s specs.Scenario) string {
+	if len(s.NemesisCompose) > 0 {
+		return "composed " + strings.Join(composeArgs(s), " + ")
+	}
 	if len(s.Nemesis) == 0 {
 		return "none"
 	}
@@ -343,9 +402,15 @@ func nemesisName(s specs.Scenario) string {
 }
 
 func rerunCommand(s specs.Scenario, store string) string {
-	args := []string{"podsafe", "test",
-		"--workload", s.Workload,
-		"--nemesis", nemesisName(s),
+	args := []string{"podsafe", "test", "--workload", s.Workload}
+	if len(s.NemesisCompose) > 0 {
+		for _, p := range composeArgs(s) {
+			args = append(args, "--nemesis-compose", p)
+		}
+	} else {
+		args = append(args, "--nemesis", nemesisName(s))
+	}
+	args = append(args,
 		"--nemesis-interval", s.NemesisInterval.String(),
 		"--time-limit", s.Duration.String(),
 		"--seed", fmt.Sprint(s.Seed),
@@ -355,7 +420,7 @@ func rerunCommand(s specs.Scenario, store string) string {
 		"--keys", fmt.Sprint(s.Keys),
 		// Always: no --rate would mean the default, not what this run had.
 		"--rate", strconv.FormatFloat(s.Rate, 'g', -1, 64),
-	}
+	)
 	if z := zones(s.Topology); z > 1 {
 		args = append(args, "--zones", fmt.Sprint(z))
 	}
