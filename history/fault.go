@@ -80,7 +80,8 @@ const (
 	ParamBridge   = "bridge"
 	ParamRing     = "ring"
 	// ParamComponent and ParamResource name what a frozen watch belongs
-	// to and watches.
+	// to and watches; ParamComponent also names the component a failpoint
+	// was aimed at.
 	ParamComponent = "component"
 	ParamResource  = "resource"
 )

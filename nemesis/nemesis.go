@@ -77,9 +77,9 @@ type Injection struct {
 	// moved, slowed, powered off.
 	Components []string
 	// Params are the fault's drawn parameters by name: "member" (a member
-	// index), "node", "offset", "period", "delay", "direction", "failpoint"
-	// and "term", the sides of a partition ("minority", "majority",
-	// "bridge", "ring", "a", "b").
+	// index), "node", "offset", "period", "delay", "direction", "failpoint",
+	// "term" and the "component" it was aimed at, the sides of a partition
+	// ("minority", "majority", "bridge", "ring", "a", "b").
 	Params map[string]string
 	// Heal undoes the fault.
 	Heal func() error
