@@ -212,6 +212,47 @@ func (p RaftParams) fields() []raftField {
 	}
 }
 
+// With returns p with the fields q sets replaced by q's.
+func (p RaftParams) With(q RaftParams) RaftParams {
+	var cfg raftstore.Config
+	p.apply(&cfg)
+	q.apply(&cfg)
+	return RaftParams{
+		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
+		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout, CommitTimeout: cfg.CommitTimeout,
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs,
+	}
+}
+
+// ParseRaftParams reads raft parameters given as name=value pairs, the
+// names and values as a scenario spells them (snapshotThreshold=64,
+// heartbeatTimeout=700ms); an unknown name or a bad value is an error
+// naming it.
+func ParseRaftParams(kv map[string]string) (RaftParams, error) {
+	obj := map[string]any{}
+	for k, v := range kv {
+		switch k {
+		case "snapshotThreshold", "trailingLogs":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return RaftParams{}, fmt.Errorf("raft %s: %q is not a count", k, v)
+			}
+			obj[k] = n
+		default:
+			obj[k] = v
+		}
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return RaftParams{}, err
+	}
+	var p RaftParams
+	if err := json.Unmarshal(b, &p); err != nil {
+		return RaftParams{}, fmt.Errorf("%w (names: heartbeatTimeout, electionTimeout, leaderLeaseTimeout, commitTimeout, snapshotThreshold, snapshotInterval, trailingLogs)", err)
+	}
+	return p, nil
+}
+
 // raftParamsJSON is RaftParams as a scenario spells it: durations as
 // strings ("650ms").
 type raftParamsJSON struct {

@@ -145,3 +145,22 @@ func TestConfigureRaft(t *testing.T) {
 		t.Errorf("snapshot events (-want +got):\n%s", diff)
 	}
 }
+
+func TestParseRaftParams(t *testing.T) {
+	p, err := ParseRaftParams(map[string]string{"snapshotThreshold": "64", "heartbeatTimeout": "700ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (RaftParams{SnapshotThreshold: 64, HeartbeatTimeout: 700 * time.Millisecond}); p != want {
+		t.Errorf("parsed %+v, want %+v", p, want)
+	}
+	for _, bad := range []map[string]string{{"snapshots": "1"}, {"trailingLogs": "many"}, {"commitTimeout": "5"}} {
+		if _, err := ParseRaftParams(bad); err == nil {
+			t.Errorf("ParseRaftParams(%v) succeeded", bad)
+		}
+	}
+	base := RaftParams{SnapshotThreshold: 9, TrailingLogs: 3, CommitTimeout: time.Millisecond}
+	if got, want := base.With(p), (RaftParams{SnapshotThreshold: 64, TrailingLogs: 3, CommitTimeout: time.Millisecond, HeartbeatTimeout: 700 * time.Millisecond}); got != want {
+		t.Errorf("With: %+v, want %+v", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,7 @@ type testFlags struct {
 	fencing         bool
 	fenceAgents     []string
 	bypassAuthority bool
+	raft            map[string]string
 	target          string
 	kubeconfig      string
 	kube            kubeFlags
@@ -97,6 +99,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.BoolVar(&f.fencing, "fencing", false, "run the fencing controller (PS-14) whatever the workload")
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
+	fl.StringToStringVar(&f.raft, "raft", nil, "fix raft parameters of the embedded control plane, name=value, comma separated (heartbeatTimeout=700ms,snapshotThreshold=64; names as in a scenario's raft); those not given are drawn from the seed")
 	fl.StringVar(&f.target, "target", specs.TargetEmbedded, "system under test: embedded (podsafe's own control plane, in process), kube (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager processes; --members is etcd members; make kube-binaries first) or kubeconfig (an existing cluster: --kubeconfig)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on an existing cluster: podsafe registers its nodes there (tainted, so only its workloads land on them), runs its workloads and faults only what it owns (its nodes' kill, pause, power and links); implies --target kubeconfig")
 	f.kube.add(cmd)
@@ -223,6 +226,13 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	if set("bypass-authority") {
 		s.BypassAuthority = f.bypassAuthority
 	}
+	if cmd.Flags().Changed("raft") {
+		p, err := cluster.ParseRaftParams(f.raft)
+		if err != nil {
+			return s, fmt.Errorf("--raft: %w", err)
+		}
+		s.Raft = s.Raft.With(p)
+	}
 	if set("target") {
 		s.Target = f.target
 	}
@@ -315,6 +325,9 @@ func printOutcome(out interface{ Write([]byte) (int, error) }, o *specs.Outcome,
 		fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
 	}
 	fmt.Fprintf(out, "ops: ok %d, fail %d, unknown %d\n", o.Results.Ops.OK, o.Results.Ops.Fail, o.Results.Ops.Unknown)
+	if sn := o.Results.Snapshots; sn != nil {
+		fmt.Fprintf(out, "raft: %s\n", sn)
+	}
 	for _, w := range o.Results.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
@@ -443,6 +456,15 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	if s.BypassAuthority {
 		args = append(args, "--bypass-authority")
+	}
+	if attrs := s.Raft.Attrs(); attrs != nil {
+		// The parameters fixed; the seed draws the others again.
+		var kv []string
+		for k, v := range attrs {
+			kv = append(kv, k+"="+v)
+		}
+		sort.Strings(kv)
+		args = append(args, "--raft", strings.Join(kv, ","))
 	}
 	if s.Target == specs.TargetKubeconfig {
 		args = append(args, "--kubeconfig", s.Kubeconfig)
