@@ -4,19 +4,21 @@ PKGS      ?= ./...
 BIN       ?= bin/podsafe
 TESTFLAGS ?= -race -count=1 -timeout 14m
 BENCHTIME ?= 2s
-# pingcap/failpoint: markers are made live at compile time by the pinned
-# failpoint-toolexec (go build/test -toolexec), which rewrites copies of the
-# sources in a temporary directory and never the tree. Its builds keep their
-# own GOCACHE: a shared cache would hand them the objects of ordinary builds,
-# whose markers are inert (and ordinary builds would get live markers).
+# pingcap/failpoint: markers are made live at compile time by a toolexec
+# (go build/test -toolexec) that rewrites copies of the sources in a
+# temporary directory and never the tree: internal/fptoolexec, pingcap's
+# failpoint-toolexec with the pinned rewriter (its own module pins
+# FAILPOINT_VERSION) and three of that tool's faults mended (see its doc).
+# Failpoint builds keep their own GOCACHE: a shared cache would hand them
+# the objects of ordinary builds, whose markers are inert (and ordinary
+# builds would get live markers).
 FAILPOINT_VERSION  ?= v0.0.0-20240528011301-b51a646c7c86
 FAILPOINT_BIN      ?= $(HOME)/.cache/podsafe/failpoint-$(FAILPOINT_VERSION)
-FAILPOINT_TOOLEXEC ?= $(FAILPOINT_BIN)/failpoint-toolexec
+FAILPOINT_TOOLEXEC ?= $(FAILPOINT_BIN)/fptoolexec
 FAILPOINT_GOCACHE  ?= $(HOME)/.cache/podsafe/failpoint-gocache
 # A failpoint build: every go command of a recipe that needs live markers
 # runs as $(FAILPOINT_GO) build|test|run $(FAILPOINT_FLAGS). TMPDIR is the
-# recipe's own (set by FAILPOINT_TMP), so two builds at once never rewrite
-# into the same files.
+# recipe's own (FAILPOINT_TMP), so a killed build leaves nothing in /tmp.
 FAILPOINT_GO       = GOCACHE=$(FAILPOINT_GOCACHE) $(GO)
 FAILPOINT_FLAGS    = -toolexec=$(FAILPOINT_TOOLEXEC)
 FAILPOINT_TMP      = tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; export TMPDIR="$$tmp"
@@ -48,14 +50,19 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 oracle: ## differential tests against upstream kube-scheduler and kube-apiserver (nested module)
 	cd oracle && $(GO) test -count=1 -timeout 10m ./...
 
-failpoint-toolexec: ## install the pinned failpoint-toolexec (under FAILPOINT_BIN)
-	@test -x $(FAILPOINT_TOOLEXEC) || GOBIN=$(FAILPOINT_BIN) $(GO) install github.com/pingcap/failpoint/failpoint-toolexec@$(FAILPOINT_VERSION)
+# Built to a temporary name and renamed: a build running the previous
+# binary is not disturbed.
+failpoint-toolexec: ## build the toolexec of failpoint builds (internal/fptoolexec) into FAILPOINT_BIN
+	@grep -q 'github.com/pingcap/failpoint $(FAILPOINT_VERSION)$$' internal/fptoolexec/go.mod || \
+	  { echo "internal/fptoolexec/go.mod must pin github.com/pingcap/failpoint $(FAILPOINT_VERSION), as go.mod does"; exit 1; }
+	@mkdir -p $(FAILPOINT_BIN) && cd internal/fptoolexec && \
+	  $(GO) build -o $(FAILPOINT_TOOLEXEC).$$$$ . && mv -f $(FAILPOINT_TOOLEXEC).$$$$ $(FAILPOINT_TOOLEXEC)
 
 # For a failpoint build by hand: eval "$$(make -s failpoint-env)", then
 # GOCACHE=$$FAILPOINT_GOCACHE go test -toolexec=$$FAILPOINT_TOOLEXEC ./...
-failpoint-env: failpoint-toolexec ## print FAILPOINT_TOOLEXEC and FAILPOINT_GOCACHE as shell assignments
-	@echo FAILPOINT_TOOLEXEC=$(FAILPOINT_TOOLEXEC)
-	@echo FAILPOINT_GOCACHE=$(FAILPOINT_GOCACHE)
+failpoint-env: failpoint-toolexec ## print the exports a failpoint build by hand needs (FAILPOINT_TOOLEXEC, FAILPOINT_GOCACHE)
+	@echo export FAILPOINT_TOOLEXEC=$(FAILPOINT_TOOLEXEC)
+	@echo export FAILPOINT_GOCACHE=$(FAILPOINT_GOCACHE)
 
 build-failpoints: failpoint-toolexec ## build bin/podsafe-failpoints, whose markers are live (switch them per process with GO_FAILPOINTS)
 	@$(FAILPOINT_TMP); $(FAILPOINT_GO) build $(FAILPOINT_FLAGS) -o $(BIN)-failpoints ./cmd/podsafe

@@ -16,9 +16,10 @@ import (
 
 // TestKilledToolexecBuildLeavesTreeAlone: make test-failpoints, SIGKILLed
 // once its failpoint build has begun rewriting podsafe's packages, leaves
-// the tree as it was, byte for byte and with no file added: failpoint-toolexec
-// rewrites copies in the build's temporary directory only, so nothing needs
-// restoring after a kill. make bugzoo builds the same way.
+// the tree as it was, byte for byte and with no file added: the toolexec
+// (internal/fptoolexec) rewrites copies in the build's temporary directory
+// only, so nothing needs restoring after a kill. make bugzoo builds the same
+// way.
 //
 // It runs on a copy of the committed tree (git archive HEAD), so that the
 // edits of whoever works in the checkout meanwhile are not taken for the
@@ -62,8 +63,8 @@ func TestKilledToolexecBuildLeavesTreeAlone(t *testing.T) {
 		}
 	}()
 
-	// Wait until failpoint-toolexec has written a rewritten copy of a
-	// podsafe package, then let the build go on a little before the kill.
+	// Wait until the toolexec has written a rewritten copy of a podsafe
+	// source, then let the build go on a little before the kill.
 	deadline := time.After(5 * time.Minute)
 	for started := false; !started; {
 		select {
@@ -71,7 +72,7 @@ func TestKilledToolexecBuildLeavesTreeAlone(t *testing.T) {
 			t.Fatalf("make test-failpoints ended (%v) before it rewrote a package:\n%s", err, out.String())
 		case <-deadline:
 			t.Fatalf("make test-failpoints rewrote nothing in 5 minutes:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 			started = rewriting(tmp)
 		}
 	}
@@ -121,12 +122,14 @@ func digest(t *testing.T, dir string) map[string][32]byte {
 	return sums
 }
 
-// rewriting reports whether failpoint-toolexec has written a rewritten
-// copy of a podsafe file somewhere under tmp.
+// rewriting reports whether the failpoint build's toolexec has written a
+// rewritten copy of a podsafe source somewhere under tmp (in a directory
+// podsafe-failpoint-*, which lives as long as one compile).
 func rewriting(tmp string) bool {
 	found := false
 	_ = filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() && strings.Contains(path, filepath.Join("failpoint-toolexec", "github.com", "podsafe")) {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(path, ".go") &&
+			strings.HasPrefix(filepath.Base(filepath.Dir(path)), "podsafe-failpoint-") {
 			found = true
 			return filepath.SkipAll
 		}
