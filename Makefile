@@ -97,6 +97,7 @@ lint: vet fmt ## vet and gofmt check
 vet:
 	$(GO) vet $(PKGS)
 	cd oracle && $(GO) vet ./...
+	cd internal/fptoolexec && $(GO) vet ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

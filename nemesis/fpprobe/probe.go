@@ -1,6 +1,6 @@
 // Package fpprobe tells whether this binary's pingcap/failpoint markers are
-// live, that is whether it is a failpoint build: compiled through
-// failpoint-toolexec (make test-failpoints, make bugzoo, make
+// live, that is whether it is a failpoint build: compiled through the
+// toolexec internal/fptoolexec (make test-failpoints, make bugzoo, make
 // build-failpoints), which rewrites every podsafe package, this one with it.
 // It imports nothing of podsafe, so that both the nemesis and the embedded
 // cluster's target can ask.
