@@ -30,9 +30,10 @@ func composedParts(t *testing.T, mean time.Duration) []nemesis.Part {
 	return parts
 }
 
-// runComposed runs a composed schedule on a fresh fake target for d and
-// returns the target, the schedule and the loaded history.
-func runComposed(t *testing.T, seed uint64, d time.Duration) (*fakeTarget, *nemesis.Schedule, *history.History) {
+// runComposed runs a composed schedule on a fresh fake target until it has
+// injected n faults (or for 20 s) and returns the target, the schedule and
+// the loaded history.
+func runComposed(t *testing.T, seed uint64, n int) (*fakeTarget, *nemesis.Schedule, *history.History) {
 	t.Helper()
 	f := kubeLike(everything())
 	path := filepath.Join(t.TempDir(), "history.jsonl")
@@ -41,9 +42,15 @@ func runComposed(t *testing.T, seed uint64, d time.Duration) (*fakeTarget, *neme
 		t.Fatal(err)
 	}
 	s := &nemesis.Schedule{Parts: composedParts(t, 4*time.Millisecond), Interval: time.Second, Recorder: rec}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := s.Run(ctx, richTarget{f}, rand.New(rand.NewPCG(seed, seed))); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, richTarget{f}, rand.New(rand.NewPCG(seed, seed))) }()
+	for s.Injected() < n && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
 	if err := rec.Close(); err != nil {
@@ -64,7 +71,7 @@ func overlap(a, b history.Interval) bool { return a.Start < b.End && b.Start < a
 // link or switch one failpoint; every injection is recorded with its
 // effect, what it acted on and its parameters, and healed by the end.
 func TestComposedOverlapsWithoutConflict(t *testing.T) {
-	f, s, h := runComposed(t, 7, 500*time.Millisecond)
+	f, s, h := runComposed(t, 7, 150)
 	t.Logf("injections %v, skipped %d", s.Counts(), s.Skipped())
 
 	if f.cutNow() != nil || len(f.down) != 0 || len(f.paused) != 0 || len(f.offsets) != 0 || len(f.off) != 0 {
@@ -73,7 +80,7 @@ func TestComposedOverlapsWithoutConflict(t *testing.T) {
 	if len(s.Active()) != 0 {
 		t.Errorf("active after the end: %v", s.Active())
 	}
-	if len(h.Nemesis) != s.Injected() || s.Injected() < 20 {
+	if len(h.Nemesis) != s.Injected() || s.Injected() < 150 {
 		t.Fatalf("%d intervals for %d injections; want every injection recorded, and some", len(h.Nemesis), s.Injected())
 	}
 	if s.Skipped() == 0 {
@@ -126,8 +133,8 @@ func TestComposedOverlapsWithoutConflict(t *testing.T) {
 // with the same parameters, in the same order, from the same seed (the
 // shorter run's injections begin the longer's).
 func TestComposedDeterministic(t *testing.T) {
-	seq := func(d time.Duration) []string {
-		_, _, h := runComposed(t, 11, d)
+	seq := func(n int) []string {
+		_, _, h := runComposed(t, 11, n)
 		ivs := slices.Clone(h.Nemesis)
 		slices.SortFunc(ivs, func(a, b history.Interval) int { return int(a.ID) - int(b.ID) })
 		var out []string
@@ -136,8 +143,8 @@ func TestComposedDeterministic(t *testing.T) {
 		}
 		return out
 	}
-	a, b := seq(150*time.Millisecond), seq(250*time.Millisecond)
-	if len(a) < 10 || len(b) < len(a) {
+	a, b := seq(40), seq(80)
+	if len(a) < 40 || len(b) < len(a) {
 		t.Fatalf("%d then %d injections; want some, and more in the longer run", len(a), len(b))
 	}
 	for i := range a {
@@ -145,7 +152,7 @@ func TestComposedDeterministic(t *testing.T) {
 			t.Fatalf("injection %d differs:\n%s\n%s", i+1, a[i], b[i])
 		}
 	}
-	if c := seq(150 * time.Millisecond); slices.Equal(c[:min(len(c), 10)], a[:10]) == false {
+	if c := seq(40); len(c) < 40 || !slices.Equal(c[:40], a[:40]) {
 		t.Errorf("a third run differs in its first injections")
 	}
 }
