@@ -71,6 +71,9 @@ line.`,
 				fmt.Fprintf(out, "  %-9s %-28s %s\n", r.Verdict, r.Checker, r.Summary)
 			}
 			fmt.Fprintf(out, "ops: ok %d, fail %d, unknown %d (counted from the history)\n", res.Ops.OK, res.Ops.Fail, res.Ops.Unknown)
+			if sn := res.Snapshots; sn != nil {
+				fmt.Fprintf(out, "raft: %s\n", sn)
+			}
 			fmt.Fprintf(out, "verdict: %s (results.json, report.html and junit.xml rewritten in %s)\n", res.Label(), dir)
 			if code := verdictCode(res.Verdict); code != exitValid {
 				return &exitError{code: code}
