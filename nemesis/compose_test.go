@@ -11,6 +11,7 @@ import (
 
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/nemesis"
+	"github.com/podsafe/podsafe/target"
 )
 
 // composedParts is a composed schedule of every kind of fault, each kind a
@@ -30,22 +31,20 @@ func composedParts(t *testing.T, mean time.Duration) []nemesis.Part {
 	return parts
 }
 
-// runComposed runs a composed schedule on a fresh fake target until it has
-// injected n faults (or for 20 s) and returns the target, the schedule and
-// the loaded history.
-func runComposed(t *testing.T, seed uint64, n int) (*fakeTarget, *nemesis.Schedule, *history.History) {
+// runRecorded runs s, recording into a fresh history, on tgt until it has
+// injected n faults (or for 20 s), heals, and returns the loaded history.
+func runRecorded(t *testing.T, s *nemesis.Schedule, tgt target.Target, rng *rand.Rand, n int) *history.History {
 	t.Helper()
-	f := kubeLike(everything())
 	path := filepath.Join(t.TempDir(), "history.jsonl")
-	rec, err := history.Create(path, history.Meta{Seed: seed})
+	rec, err := history.Create(path, history.Meta{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &nemesis.Schedule{Parts: composedParts(t, 4*time.Millisecond), Interval: time.Second, Recorder: rec}
+	s.Recorder = rec
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, richTarget{f}, rand.New(rand.NewPCG(seed, seed))) }()
+	go func() { done <- s.Run(ctx, tgt, rng) }()
 	for s.Injected() < n && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
@@ -60,6 +59,16 @@ func runComposed(t *testing.T, seed uint64, n int) (*fakeTarget, *nemesis.Schedu
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// runComposed runs composedParts on a fresh fake target until it has
+// injected n faults and returns the target, the schedule and the history.
+func runComposed(t *testing.T, seed uint64, n int) (*fakeTarget, *nemesis.Schedule, *history.History) {
+	t.Helper()
+	f := kubeLike(everything())
+	s := &nemesis.Schedule{Parts: composedParts(t, 4*time.Millisecond), Interval: time.Second}
+	h := runRecorded(t, s, richTarget{f}, rand.New(rand.NewPCG(seed, seed)), n)
 	return f, s, h
 }
 

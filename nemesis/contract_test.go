@@ -1,9 +1,7 @@
 package nemesis_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -38,29 +36,8 @@ func TestFaultRecordContract(t *testing.T) {
 			if !f.Available(tgt) {
 				t.Fatalf("%s is not available on the fake target", f.Name())
 			}
-			path := filepath.Join(t.TempDir(), "history.jsonl")
-			rec, err := history.Create(path, history.Meta{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := &nemesis.Schedule{Faults: []nemesis.Fault{f}, Interval: 2 * time.Millisecond, Recorder: rec}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx, tgt, seeded()) }()
-			for s.Injected() == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			if err := rec.Close(); err != nil {
-				t.Fatal(err)
-			}
-			h, err := history.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := &nemesis.Schedule{Faults: []nemesis.Fault{f}, Interval: 2 * time.Millisecond}
+			h := runRecorded(t, s, tgt, seeded(), 1)
 			for _, iv := range h.Nemesis {
 				checkRecord(t, tgt, f, iv)
 			}
