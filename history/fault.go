@@ -1,6 +1,7 @@
 package history
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -161,19 +162,11 @@ func (iv *Interval) Everywhere() bool {
 // ParamString renders the fault's Params as "key=value" pairs in key
 // order, space separated ("" when it has none), for reports.
 func (iv *Interval) ParamString() string {
-	keys := make([]string, 0, len(iv.Params))
-	for k := range iv.Params {
-		keys = append(keys, k)
+	pairs := make([]string, 0, len(iv.Params))
+	for _, k := range slices.Sorted(maps.Keys(iv.Params)) {
+		pairs = append(pairs, k+"="+iv.Params[k])
 	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k + "=" + iv.Params[k])
-	}
-	return b.String()
+	return strings.Join(pairs, " ")
 }
 
 // intervalOf is the interval a start event opens, from start to end.
