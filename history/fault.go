@@ -133,12 +133,9 @@ func (iv *Interval) FaultNodes() []string {
 	}
 	var out []string
 	add := func(n string) {
-		for _, o := range out {
-			if o == n {
-				return
-			}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
 		}
-		out = append(out, n)
 	}
 	if n := iv.Params[ParamNode]; n != "" {
 		add(n)
