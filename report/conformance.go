@@ -114,7 +114,30 @@ type scenarioFile struct {
 	Name     string   `json:"name"`
 	Workload string   `json:"workload"`
 	Nemesis  []string `json:"nemesis"`
-	Target   string   `json:"target"`
+	// A composed nemesis: its parts, each "faults@interval" in the run's
+	// list (the part's interval, else NemesisInterval).
+	NemesisCompose []struct {
+		Faults   []string `json:"faults"`
+		Interval string   `json:"interval"`
+	} `json:"nemesisCompose"`
+	NemesisInterval string `json:"nemesisInterval"`
+	Target          string `json:"target"`
+}
+
+// nemesis lists the run's faults: the names, or the composed parts.
+func (s *scenarioFile) nemesis() []string {
+	if len(s.NemesisCompose) == 0 {
+		return s.Nemesis
+	}
+	var out []string
+	for _, p := range s.NemesisCompose {
+		every := p.Interval
+		if every == "" || every == "0s" {
+			every = s.NemesisInterval
+		}
+		out = append(out, strings.Join(p.Faults, ",")+"@"+every)
+	}
+	return out
 }
 
 // Conformance reads the results.json (and scenario.json, when present) of
@@ -134,7 +157,7 @@ func Conformance(dirs []string) (*ConformanceReport, error) {
 		if b, err := os.ReadFile(filepath.Join(dir, ScenarioFile)); err == nil {
 			var s scenarioFile
 			if json.Unmarshal(b, &s) == nil {
-				run.Workload, run.Nemesis = s.Workload, s.Nemesis
+				run.Workload, run.Nemesis = s.Workload, s.nemesis()
 				if run.Scenario == "" {
 					run.Scenario = s.Name
 				}
