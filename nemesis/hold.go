@@ -32,9 +32,10 @@ var ErrBusy = errors.New("held by another active fault")
 // holds records which part holds what, for every part of one composed
 // schedule.
 type holds struct {
-	t  target.Target
-	mu sync.Mutex
-	by map[string]int // resource key → part index
+	t     target.Target
+	mu    sync.Mutex
+	by    map[string]int    // resource key → part index
+	hosts map[string]string // component name → host, as the target last listed them
 }
 
 func newHolds(t target.Target) *holds { return &holds{t: t, by: map[string]int{}} }
@@ -44,10 +45,22 @@ func newHolds(t target.Target) *holds { return &holds{t: t, by: map[string]int{}
 // cluster's controllers run in one controller-manager), so a clock fault
 // on one controller waits while another part has paused them all.
 func (h *holds) processKey(component string) string {
-	if c, ok := target.Find(h.t, component); ok && c.Host != "" {
-		return "process " + c.Host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	host, ok := h.hosts[component]
+	if !ok {
+		// A component the target lists now and did not before (or
+		// never): look again, once per miss, not on every question.
+		h.hosts = map[string]string{}
+		for _, c := range h.t.Components() {
+			h.hosts[c.Name] = c.Host
+		}
+		host = h.hosts[component]
 	}
-	return "process " + component
+	if host == "" {
+		host = component
+	}
+	return "process " + host
 }
 
 func linkKey(l target.Link) string    { return "link " + l.String() }
