@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/pingcap/failpoint"
 	"go.etcd.io/bbolt"
 )
 
@@ -324,5 +326,44 @@ func TestCrashKillsTheNetworkFirst(t *testing.T) {
 	c.WaitApplied(obj.RV)
 	if !restarted.Reflects(obj.RV) {
 		t.Errorf("restarted member does not reflect RV %d", obj.RV)
+	}
+}
+
+// TestFailpointAckBeforeSync: the planted bug's marker acknowledges appended
+// entries from the disk's cache, so a write acknowledged while it is on is
+// lost when the member crashes. It runs in a failpoint build (make
+// test-failpoints sets PODSAFE_FAILPOINTS=1); an ordinary build's markers are
+// inert and it is skipped.
+func TestFailpointAckBeforeSync(t *testing.T) {
+	if os.Getenv("PODSAFE_FAILPOINTS") != "1" {
+		t.Skip("ordinary build: failpoint markers are inert; make test-failpoints runs this test")
+	}
+	const name = "github.com/podsafe/podsafe/raftstore/ackBeforeSync"
+	c := OpenTestCluster(t, 1, WithDurable())
+	ctx := testCtx(t)
+	s := c.Stores[0]
+	s.disk.writeBack = time.Hour // no write-back before the crash
+	synced, err := s.Create(ctx, podA, []byte(`{"metadata":{"name":"a"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := failpoint.Enable(name, "return(true)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Create(ctx, podB, []byte(`{"metadata":{"name":"b"}}`))
+	if derr := failpoint.Disable(name); derr != nil {
+		t.Fatal(derr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(0)
+	s = c.Restart(0)
+	c.Leader()
+	if got, err := s.Get(ctx, podA); err != nil || got.RV != synced.RV {
+		t.Errorf("synced object after the restart: %+v, %v; want it at RV %d", got, err, synced.RV)
+	}
+	if got, err := s.Get(ctx, podB); !errors.Is(err, ErrNotFound) {
+		t.Errorf("object acknowledged before its sync, after the crash: %+v, %v; want it lost (ErrNotFound)", got, err)
 	}
 }
