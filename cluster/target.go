@@ -172,22 +172,33 @@ func (e *embedded) Leader(context.Context) (int, error) {
 // If one fails, the cuts already made are healed.
 func (e *embedded) Cut(_ context.Context, links []target.Link) (func() error, error) {
 	net := e.c.Network()
+	// Whole-host links change in one step (a zone cut is thousands of
+	// them); port links one by one.
+	var hosts [][2]string
+	var ports []target.Link
+	for _, l := range links {
+		if l.Port == "" {
+			hosts = append(hosts, [2]string{l.From, l.To})
+		} else {
+			ports = append(ports, l)
+		}
+	}
 	var done []target.Link
 	heal := func() error {
 		var errs []error
+		if len(hosts) > 0 {
+			net.HealLinks(hosts)
+		}
 		for _, l := range done {
-			if l.Port == "" {
-				net.Heal(l.From, l.To)
-			} else {
-				errs = append(errs, net.HealPort(l.From, l.To+":"+l.Port))
-			}
+			errs = append(errs, net.HealPort(l.From, l.To+":"+l.Port))
 		}
 		return errors.Join(errs...)
 	}
-	for _, l := range links {
-		if l.Port == "" {
-			net.Cut(l.From, l.To)
-		} else if err := net.CutPort(l.From, l.To+":"+l.Port); err != nil {
+	if len(hosts) > 0 {
+		net.CutLinks(hosts)
+	}
+	for _, l := range ports {
+		if err := net.CutPort(l.From, l.To+":"+l.Port); err != nil {
 			return nil, errors.Join(fmt.Errorf("cutting %s: %w", l, err), heal())
 		}
 		done = append(done, l)

@@ -81,6 +81,28 @@ func (n *Network) Cut(from, to string) {
 	n.update("cut", func() { n.setCutLocked(from, to, true) }, from, to)
 }
 
+// CutLinks cuts every link from l[0] to l[1] in one change of the rules, and
+// HealLinks heals them: the open connections are looked at once, not once per
+// link, which is what lets a whole zone of thousands of nodes be cut from
+// the control plane at once (a change per link costs a pass over every
+// connection, with the network's lock held). Safe for concurrent use.
+func (n *Network) CutLinks(links [][2]string) {
+	n.update("cut links", func() {
+		for _, l := range links {
+			n.setCutLocked(l[0], l[1], true)
+		}
+	}, len(links))
+}
+
+// HealLinks removes the cuts CutLinks made (see Heal). Safe for concurrent use.
+func (n *Network) HealLinks(links [][2]string) {
+	n.update("heal links", func() {
+		for _, l := range links {
+			n.setCutLocked(l[0], l[1], false)
+		}
+	}, len(links))
+}
+
 // CutBoth cuts both directions between a and b. Safe for concurrent use.
 func (n *Network) CutBoth(a, b string) {
 	n.update("cut both", func() {

@@ -92,6 +92,34 @@ func TestCutStallsThenHealDelivers(t *testing.T) {
 	})
 }
 
+// TestCutLinksStallsThenHealLinksDelivers: a batch cut acts on open
+// connections as Cut does (bytes stall across it, the other direction
+// flows), and a batch heal delivers what was held.
+func TestCutLinksStallsThenHealLinksDelivers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet(t, Options{DetectTimeout: 2 * time.Second})
+		ln := listen(t, n, "b:1")
+		client, server := connect(t, n, ln, "a")
+		r := startReader(t, server)
+
+		links := [][2]string{{"a", "b"}, {"c", "b"}}
+		n.CutLinks(links)
+		if _, err := client.Write([]byte("during")); err != nil {
+			t.Fatalf("Write across a cut = %v, want it buffered", err)
+		}
+		r.start()
+		time.Sleep(time.Second)
+		if res, ok := r.poll(); ok {
+			t.Fatalf("Read across a batch cut returned %+v, want it to stall", res)
+		}
+		roundTripOneWay(t, server, client, "reply")
+		n.HealLinks(links)
+		if res, ok := r.poll(); !ok || res.data != "during" || res.err != nil {
+			t.Fatalf("Read after the batch heal = %+v, %v; want the held bytes", res, ok)
+		}
+	})
+}
+
 func roundTripOneWay(t *testing.T, from, to net.Conn, msg string) {
 	t.Helper()
 	if _, err := from.Write([]byte(msg)); err != nil {
@@ -279,6 +307,19 @@ func TestRuleShapes(t *testing.T) {
 			name:  "cut both",
 			apply: func(n *Network) { n.CutBoth("a", "b") },
 			want:  []Rule{cut("a", "b"), cut("b", "a")},
+		},
+		{
+			name:  "cut links at once",
+			apply: func(n *Network) { n.CutLinks([][2]string{{"a", "b"}, {"c", "a"}, {"d", "d"}}) },
+			want:  []Rule{cut("a", "b"), cut("c", "a")},
+		},
+		{
+			name: "heal links at once",
+			apply: func(n *Network) {
+				n.CutLinks([][2]string{{"a", "b"}, {"c", "a"}, {"b", "c"}})
+				n.HealLinks([][2]string{{"a", "b"}, {"c", "a"}})
+			},
+			want: []Rule{cut("b", "c")},
 		},
 		{
 			name:  "cut self is ignored",
