@@ -274,15 +274,27 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	wlErr := w.Run(runCtx, env)
 	stop()
-	wg.Wait()
+	nemesisDone := make(chan struct{})
+	go func() { wg.Wait(); close(nemesisDone) }()
+	select {
+	case <-nemesisDone:
+		rec.Log("workload finished; all faults healed", nil)
+	case <-time.After(nemesisStopGrace):
+		// A fault stuck injecting or healing must not hold the run (and
+		// its history) hostage: the run ends, says so, and is checked.
+		// nemErr is read only once the schedule stopped (nemesisErr).
+		msg := fmt.Sprintf("the nemesis did not stop within %s of the run's end: a fault's injection or heal is stuck, and faults may still be active", nemesisStopGrace)
+		log.Warn(msg)
+		res.Warnings = append(res.Warnings, msg)
+		rec.Log("workload finished; the nemesis did not stop", nil)
+	}
 	close(progressDone)
-	rec.Log("workload finished; all faults healed", nil)
 	if len(parts) > 0 {
 		rec.Log("composed nemesis finished", map[string]string{"injected": fmt.Sprint(sched.Injected()),
 			"skipped": fmt.Sprint(sched.Skipped())})
 	}
 	time.Sleep(opts.SettleTime)
-	if nemErr != nil {
+	if nemErr := nemesisErr(nemesisDone, &nemErr); nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
 		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
 	}
@@ -293,6 +305,22 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("warning", map[string]string{"warning": w})
 	}
 	return wlErr
+}
+
+// nemesisStopGrace bounds the wait for the nemesis schedule once the run's
+// time is up: it heals every active fault, which takes moments; one that
+// takes minutes is stuck.
+const nemesisStopGrace = 2 * time.Minute
+
+// nemesisErr returns the schedule's error once it has stopped (done is
+// closed), and nil while it is still running.
+func nemesisErr(done <-chan struct{}, err *error) error {
+	select {
+	case <-done:
+		return *err
+	default:
+		return nil
+	}
 }
 
 // startEmbedded starts podsafe's own control plane for s, with its store
