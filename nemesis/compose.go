@@ -56,6 +56,9 @@ type lane struct {
 // the target (see view), and is skipped, recording nothing, when that view
 // offers the fault nothing free or the fault reaches for something held.
 func (s *Schedule) runComposed(ctx context.Context, t target.Target, rng *rand.Rand, log *slog.Logger) error {
+	if len(s.Faults) > 0 {
+		return errors.New("a schedule runs its Faults one at a time or its Parts composed, not both")
+	}
 	h := newHolds(t)
 	lanes := make([]*lane, len(s.Parts))
 	for i, p := range s.Parts {
@@ -68,7 +71,15 @@ func (s *Schedule) runComposed(ctx context.Context, t target.Target, rng *rand.R
 		if l.name == "" {
 			l.name = fmt.Sprintf("part %d", i)
 		}
-		l.faults = available(p.Faults, t, log)
+		// A fault that needs an interface the views do not forward
+		// would be skipped at every draw: leave it out, and say so.
+		for _, f := range available(p.Faults, t, log) {
+			if f.Available(l.via) {
+				l.faults = append(l.faults, f)
+			} else {
+				log.Warn("fault left out of a composed schedule: it needs what a part's view does not offer", "fault", f.Name(), "part", l.name)
+			}
+		}
 		l.next = jitter(l.mean, l.rng)
 		lanes[i] = l
 	}

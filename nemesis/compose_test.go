@@ -165,3 +165,25 @@ func TestComposedDeterministic(t *testing.T) {
 		t.Errorf("a third run differs in its first injections")
 	}
 }
+
+// A part whose faults the target cannot do waits; the others run. A
+// schedule given both Faults and Parts refuses to run.
+func TestComposedUnavailablePart(t *testing.T) {
+	ring, kill := fault(t, "ring"), fault(t, "kill-kubelet")
+	f := kubeLike(everything())
+	s := &nemesis.Schedule{Parts: []nemesis.Part{{Faults: []nemesis.Fault{ring}}, {Faults: []nemesis.Fault{kill}}}, Interval: 2 * time.Millisecond}
+	h := runRecorded(t, s, richTarget{f}, seeded(), 5)
+	for _, iv := range h.Nemesis {
+		if iv.Name != "kill-kubelet" {
+			t.Errorf("injected %s on three members", iv.Name)
+		}
+	}
+	if len(h.Nemesis) < 5 {
+		t.Errorf("%d injections, want the available part's", len(h.Nemesis))
+	}
+
+	both := &nemesis.Schedule{Faults: []nemesis.Fault{kill}, Parts: []nemesis.Part{{Faults: []nemesis.Fault{kill}}}}
+	if err := both.Run(context.Background(), richTarget{f}, seeded()); err == nil {
+		t.Errorf("a schedule of Faults and Parts ran")
+	}
+}

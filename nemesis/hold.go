@@ -15,15 +15,14 @@ import (
 // action through a view holds what it acts on for that part until the
 // part's fault is healed: the process of a component killed, paused, its
 // clock moved or its store slowed; the kubelets of a node powered off; a
-// link cut; a failpoint switched on. While another part holds a component, the view
-// does not offer it (Can answers false for every capability but Network, so
-// a fault that picks among the components it can act on picks a free one),
-// and an action on something held fails with ErrBusy before it reaches the
-// target, so that nothing is done. The schedule then skips that draw and
-// records nothing. (Can answers for SlowApply as the target does: see
-// view.Can.) Two faults may still meet on one component through
-// different resources: a member may be cut off while it is killed, since a
-// partition holds links and a crash the process.
+// link cut; a failpoint switched on. While another part holds a process,
+// the view does not offer its components (see view.Can), so a fault that
+// picks among the components it can act on picks a free one; and an action
+// on something held fails with ErrBusy before it reaches the target, so
+// nothing is done. The schedule then skips that draw and records nothing.
+// Two faults may still meet on one component through different resources:
+// a member may be cut off while it is crashed, since a partition holds
+// links and a crash the process.
 
 // ErrBusy: in a composed schedule, a fault reached for a component, a link
 // or a failpoint that another part's active fault holds.
