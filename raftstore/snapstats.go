@@ -50,7 +50,9 @@ func (s *Store) SnapshotStats() SnapshotStats { return s.fsm.snaps.stats() }
 // OnSnapshot. raft restores a member's own snapshot inside raft.NewRaft, on
 // the goroutine that opens the store, before it starts the goroutines that
 // receive the leader's snapshots: so a restore before start is the member's
-// own, and every one after it is an install.
+// own, and every one after it is an install. (Open calls start as soon as
+// NewRaft returns; an install counted as a restore would need the leader's
+// whole snapshot to arrive and be restored in between.)
 type snapCounters struct {
 	taken, installed, restored atomic.Uint64
 
