@@ -66,14 +66,13 @@ type disk struct {
 
 	// cache holds appended entries acknowledged but not yet synced (only
 	// under ackBeforeSync); flushMu orders their write-back.
-	cache        writeBackCache
-	flushMu      sync.Mutex
-	writeBack    time.Duration
-	flusherOnce  sync.Once
-	stopFlusher  chan struct{}
-	ackUnsynced  atomic.Bool     // test switch with the failpoint's effect
-	fp           context.Context // the member's identity for failpoint markers (fpctx)
-	unsyncedLost atomic.Int64
+	cache       writeBackCache
+	flushMu     sync.Mutex
+	writeBack   time.Duration
+	flusherOnce sync.Once
+	stopFlusher chan struct{}
+	ackUnsynced atomic.Bool     // test switch with the failpoint's effect
+	fp          context.Context // the member's identity for failpoint markers (fpctx)
 }
 
 // defaultWriteBack is how long an entry acknowledged before its sync waits
@@ -297,7 +296,6 @@ func (d *disk) crash() (lost int, err error) {
 		lost += len(batch)
 		_ = view.StoreLogs(batch) // an in-memory store cannot fail
 	}
-	d.unsyncedLost.Add(int64(lost))
 	d.cancelSinks()
 	errs = append(errs, d.bolt.Close())
 	d.frozen, d.frozenSnaps = view, raft.NewInmemSnapshotStore()
