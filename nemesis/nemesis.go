@@ -14,6 +14,9 @@
 //     cut from the control plane at once;
 //   - kill: crashes and restarts (kill-member, kill-leader, kill-kubelet,
 //     kill-scheduler, kill-controller, kill-controllers, kill-fencing);
+//   - power-failure (a name of its own): every control-plane member
+//     crashed at the same instant, losing what it had not synced, and
+//     restarted from disk (the crash-consistency fault);
 //   - pause: stopped processes (pause-kubelet, pause-controller,
 //     pause-scheduler);
 //   - clock: one component's clock (clock-skew, clock-jump, clock-strobe);
