@@ -42,8 +42,9 @@ func EffectOf(f Fault) history.FaultEffect {
 	return ""
 }
 
-// nodesOf lists, sorted, the nodes inj acted on: those of the components
-// it names, and those whose hosts are an end of a link it cut.
+// nodesOf lists, sorted, the nodes inj acted on: the node it drew, those
+// of the components it names, and those whose hosts are an end of a link
+// it cut.
 func nodesOf(t target.Target, inj Injection) []string {
 	var out []string
 	add := func(n string) {
@@ -51,6 +52,7 @@ func nodesOf(t target.Target, inj Injection) []string {
 			out = append(out, n)
 		}
 	}
+	add(inj.Params[history.ParamNode])
 	byHost := map[string]string{}
 	for _, c := range t.Components() {
 		if c.Node == "" {
