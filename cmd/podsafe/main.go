@@ -40,6 +40,7 @@ func (e *exitError) Error() string {
 func main() {
 	ctx, stop := notifyInterrupts(context.Background(), os.Stderr)
 	defer stop()
+	servePprof()
 	root := newRoot()
 	err := root.ExecuteContext(ctx)
 	if err == nil {
