@@ -88,6 +88,17 @@ func registry() []checkerDef {
 		check:   checkRegisterOrVisualize,
 	}, {
 		Info: Info{
+			Name:        RevisionChecker,
+			Description: "from the resourceVersions operations returned: the store's revision never goes back, across crashes and power failures too (a write or list that began after an operation returned R is at R or above, a write above)",
+			Guarantees:  []string{GuaranteeStoreLin},
+		},
+		assumes: opsAssumed,
+		applies: onHistoryIf(revisionApplies),
+		check: onHistory(func(ctx context.Context, h *history.History, opts Options) Result {
+			return CheckRevisions(ctx, h.Ops, opts)
+		}),
+	}, {
+		Info: Info{
 			Name:        WatchOrderChecker,
 			Description: "from the watch lines and the store's committed history: every watch stream delivers the watched objects' changes in resourceVersion order, with no gap or duplicate, and a resumed watch continues exactly where the watcher left off",
 			Guarantees:  watchOrderGuarantees,

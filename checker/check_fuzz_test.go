@@ -121,6 +121,7 @@ func applicable(h *history.History) []string {
 		}
 	}
 	add(slices.ContainsFunc(h.Ops, IsRegisterOp), RegisterChecker)
+	add(revisionApplies(h), RevisionChecker)
 	add(watchApplies(h), WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker)
 	add(ledger(history.LedgerStart), AtMostOneChecker)
 	add(ledger(history.LedgerWrite, history.LedgerWriteRefused), StorageChecker)

@@ -159,9 +159,9 @@ func TestCheck(t *testing.T) {
 		{name: "API calls without a deletion", api: deletions[1:], v: Ok},
 		{name: "deletions", api: deletions, want: []string{AuthorityChecker}, v: Ok},
 		{name: "watches", h: &watched, v: Ok,
-			want: []string{RegisterChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
+			want: []string{RegisterChecker, RevisionChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
 		{name: "a stale read after a watch", h: &stale.h, v: Illegal,
-			want: []string{RegisterChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
+			want: []string{RegisterChecker, RevisionChecker, WatchOrderChecker, WatchValueChecker, ReadAfterWatchChecker, ListChecker}},
 		{name: "everything", ops: register, ledger: append(writes, kills...), api: deletions,
 			want: []string{RegisterChecker, StorageChecker, GraceChecker, AuthorityChecker}, v: Illegal},
 	}
