@@ -188,3 +188,26 @@ func TestFailpointFault(t *testing.T) {
 		t.Errorf("40 injections chose %d of %d failpoints", len(seen), len(aimable(tgt)))
 	}
 }
+
+// TestFailpointIdentitiesAreComponentNames: the identities podsafe's
+// markers carry (package fpctx) are the embedded cluster's component names,
+// which the fault aims at; a store member's is its raft ID, which the
+// cluster gives as its host (raftstore.Store.ID).
+func TestFailpointIdentitiesAreComponentNames(t *testing.T) {
+	pairs := [][2]string{
+		{fpctx.Scheduler, cluster.ComponentScheduler},
+		{fpctx.Storage, cluster.ComponentStorage},
+		{fpctx.Kubelet("n1"), cluster.KubeletComponent("n1")},
+		{fpctx.Controller(cluster.ControllerPet), cluster.ControllerComponent(cluster.ControllerPet)},
+		{fpctx.Controller("fencing"), cluster.ControllerComponent(cluster.ControllerFencing)},
+	}
+	for _, p := range pairs {
+		if p[0] != p[1] {
+			t.Errorf("marker identity %q, component name %q", p[0], p[1])
+		}
+	}
+	c := cluster.StartForTest(t, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1)})
+	if id, host := c.Store(0).ID(), cluster.MemberHost(0); id != host {
+		t.Errorf("member 0's raft ID %q, component name %q", id, host)
+	}
+}
