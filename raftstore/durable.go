@@ -24,8 +24,11 @@ import (
 // power failure does to a file system's page cache (etcd's robustness suite
 // gets the same from LazyFS).
 //
-// The correct path syncs before it acknowledges: bolt fsyncs at every commit,
-// and a snapshot is synced when its sink closes. The planted bug
+// The correct path syncs before it acknowledges: appended entries are
+// written to the cache, then synced by a bolt commit (bolt fsyncs at every
+// commit) before StoreLogs returns, so a crash in between loses only entries
+// raft has not acknowledged; a snapshot is synced when its sink closes. The
+// planted bug
 // "ack-before-sync" (failpoint ackBeforeSync) acknowledges appended entries
 // while they are still in the cache and writes them back later, which a
 // crash then shows.
@@ -64,14 +67,16 @@ type disk struct {
 	sinksMu sync.Mutex
 	sinks   map[*diskSink]struct{}
 
-	// cache holds appended entries acknowledged but not yet synced (only
-	// under ackBeforeSync); flushMu orders their write-back.
+	// cache holds appended entries written but not yet synced: for a moment
+	// on the correct path, until the write-back under ackBeforeSync;
+	// flushMu orders their syncs.
 	cache       writeBackCache
 	flushMu     sync.Mutex
 	writeBack   time.Duration
 	flusherOnce sync.Once
 	stopFlusher chan struct{}
 	ackUnsynced atomic.Bool     // test switch with the failpoint's effect
+	beforeSync  func()          // test hook: runs between an append's write and its sync
 	fp          context.Context // the member's identity for failpoint markers (fpctx)
 }
 
@@ -154,28 +159,37 @@ func (d *disk) GetLog(index uint64, log *raft.Log) error {
 func (d *disk) StoreLog(log *raft.Log) error { return d.StoreLogs([]*raft.Log{log}) }
 
 // StoreLogs appends entries and returns once they are durable: raft then
-// acknowledges them (to its leader, or counts them toward commitment).
+// acknowledges them (to its leader, or counts them toward commitment). The
+// entries are written first and synced after, so a crash between the two
+// loses them, unacknowledged.
 func (d *disk) StoreLogs(logs []*raft.Log) error {
 	if !d.live() {
 		return d.frozen.StoreLogs(logs)
 	}
-	defer d.mu.RUnlock()
+	d.cache.put(logs)
 	// Planted bug "ack-before-sync" (bug zoo): the entries are
 	// acknowledged from the cache and written back later, so a power
 	// failure loses entries raft has acknowledged (breaks STORE-LIN).
 	lazy := d.ackUnsynced.Load()
 	failpoint.InjectContext(d.fp, "ackBeforeSync", func() { lazy = true })
 	if lazy {
-		d.cache.put(logs)
 		d.flusherOnce.Do(func() { go d.flusher() })
+		d.mu.RUnlock()
 		return nil
 	}
-	// Entries cached earlier go first: the disk keeps the order raft
-	// wrote in.
-	if err := d.flushLocked(); err != nil {
-		return err
+	d.mu.RUnlock()
+	// The crash instant may fall here, before the sync.
+	if d.beforeSync != nil {
+		d.beforeSync()
 	}
-	return d.bolt.StoreLogs(logs)
+	if !d.live() {
+		// Lost (or, closed, synced by the close); either way raft's answer
+		// can no longer leave the member.
+		return nil
+	}
+	defer d.mu.RUnlock()
+	// The entries cached earlier go first: the disk keeps raft's order.
+	return d.flushLocked()
 }
 
 // DeleteRange removes entries min..max: raft compacts its log after a
@@ -280,7 +294,7 @@ func (d *disk) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 // crash freezes the disk now: what was synced stays in the directory, the
 // rest is lost, and the abandoned instance goes on with an in-memory copy of
 // everything it had written. The bolt file is closed when crash returns. It
-// reports how many acknowledged but unsynced entries were lost.
+// reports how many entries written but not synced were lost.
 func (d *disk) crash() (lost int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -244,6 +244,38 @@ func TestDiskWriteBack(t *testing.T) {
 	})
 }
 
+// TestDiskCrashBeforeSync: a crash that falls between an append's write and
+// its sync loses the entries, which StoreLogs had not acknowledged; the
+// abandoned instance still reads them, and the directory never holds them.
+func TestDiskCrashBeforeSync(t *testing.T) {
+	dir := t.TempDir()
+	d := openTestDisk(t, dir)
+	if err := d.StoreLogs(entries(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	crashed := make(chan int, 1)
+	d.beforeSync = func() {
+		d.beforeSync = nil // the crash instant comes once
+		lost, err := d.crash()
+		if err != nil {
+			t.Error(err)
+		}
+		crashed <- lost
+	}
+	if err := d.StoreLogs(entries(3, 4)); err != nil {
+		t.Errorf("StoreLogs interrupted by the crash: %v", err)
+	}
+	if lost := <-crashed; lost != 2 {
+		t.Errorf("entries lost = %d, want 2", lost)
+	}
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4}, logIndexes(t, d)); diff != "" {
+		t.Errorf("abandoned instance's log (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]uint64{1, 2}, logIndexes(t, openTestDisk(t, dir))); diff != "" {
+		t.Errorf("log after reopening (-want +got):\n%s", diff)
+	}
+}
+
 // TestCrashedMemberRestartsFromDisk: a durable member that crashes restarts
 // from what was on its disk at the crash instant, not from what a clean
 // shutdown would have left. The write acknowledged from its disk's cache
