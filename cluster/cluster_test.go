@@ -39,6 +39,15 @@ func clientset(t *testing.T, c *cluster.Cluster, identity string, member int) ku
 }
 
 func TestNodesRegistered(t *testing.T) {
+	t.Run("all at once", func(t *testing.T) { testNodesRegistered(t) })
+	t.Run("one at a time", func(t *testing.T) {
+		// Each kubelet starts once the one before it registered.
+		defer cluster.SetKubeletStartWave(1)()
+		testNodesRegistered(t)
+	})
+}
+
+func testNodesRegistered(t *testing.T) {
 	c := startCluster(t, cluster.Config{Topology: cluster.DefaultTopology(1, 3, 2)})
 	cs := clientset(t, c, apiserver.IdentityAdmin, 0)
 	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/internal/runset"
@@ -96,17 +94,22 @@ func (c *Cluster) Runtime(node string) (*kubelet.SimRuntime, error) {
 // partitions cut it) with its existing runtime: containers that ran on
 // while it was stopped are adopted.
 func (c *Cluster) StartKubelet(node string) error {
+	_, err := c.startKubelet(node)
+	return err
+}
+
+func (c *Cluster) startKubelet(node string) (*kubelet.Kubelet, error) {
 	spec, ok := c.nodeSpec(node)
 	if !ok {
-		return fmt.Errorf("%w: no node %q in the topology", ErrInvalidTopology, node)
+		return nil, fmt.Errorf("%w: no node %q in the topology", ErrInvalidTopology, node)
 	}
 	rt, err := c.Runtime(node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cs, err := c.Clientset(apiserver.KubeletIdentity(node), ClientOptions{Host: node})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kcfg := kubelet.Config{
 		Client: cs, NodeName: node, Labels: spec.Labels, Taints: spec.Taints,
@@ -116,13 +119,13 @@ func (c *Cluster) StartKubelet(node string) error {
 	c.cfg.Kubelet.Apply(&kcfg)
 	k, err := kubelet.New(kcfg)
 	if err != nil {
-		return fmt.Errorf("building kubelet of %s: %w", node, err)
+		return nil, fmt.Errorf("building kubelet of %s: %w", node, err)
 	}
 	ks := c.kubeletSet()
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.powerOff[node] {
-		return fmt.Errorf("kubelet of %s: %w", node, ErrPoweredOff)
+		return nil, fmt.Errorf("kubelet of %s: %w", node, ErrPoweredOff)
 	}
 	err = ks.running.Start(node, func(ctx context.Context) {
 		if err := k.Run(ctx); err != nil {
@@ -130,9 +133,9 @@ func (c *Cluster) StartKubelet(node string) error {
 		}
 	})
 	if errors.Is(err, runset.ErrRunning) {
-		return fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
+		return nil, fmt.Errorf("kubelet of %s: %w", node, ErrKubeletUp)
 	}
-	return err
+	return k, err
 }
 
 // StopKubelet stops node's kubelet as a crash would: its containers keep
@@ -150,43 +153,53 @@ func (c *Cluster) KubeletRunning(node string) bool {
 }
 
 // startKubelets starts a kubelet per topology node and waits until every
-// node has registered itself Ready.
+// node has registered itself Ready. Kubelets start in a rolling wave: at
+// most kubeletStartWave of them are registering at once, and each one that
+// has registered lets the next start. A real cluster's nodes do not all boot
+// in the same second; 5,000 kubelets that do ask the control plane for some
+// 30,000 lists, watches and writes together, and a control plane whose
+// every goroutine is queued behind them misses its own heart-beats.
 func (c *Cluster) startKubelets(ctx context.Context) error {
-	for _, n := range c.cfg.Topology.Nodes {
-		if err := c.StartKubelet(n.Name); err != nil {
+	nodes := c.cfg.Topology.Nodes
+	slots := make(chan struct{}, kubeletStartWave)
+	var registered atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: the waiters of a failed start end
+	for _, n := range nodes {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kubelets to register their nodes (%d of %d registered): %w", registered.Load(), len(nodes), ctx.Err())
+		}
+		k, err := c.startKubelet(n.Name)
+		if err != nil {
 			return err
 		}
-	}
-	cs, err := c.Clientset(apiserver.IdentityAdmin, ClientOptions{})
-	if err != nil {
-		return err
-	}
-	// Listing thousands of nodes is not free: look again after a pause
-	// that grows to a second.
-	pause := 20 * time.Millisecond
-	for {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil {
-			ready := 0
-			for _, n := range nodes.Items {
-				for _, cond := range n.Status.Conditions {
-					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-						ready++
-					}
-				}
+		wg.Go(func() {
+			select {
+			case <-k.Registered():
+				registered.Add(1)
+				<-slots
+			case <-ctx.Done():
 			}
-			if ready >= len(c.cfg.Topology.Nodes) {
-				return nil
-			}
-		}
+		})
+	}
+	// The last wave.
+	for range kubeletStartWave {
 		select {
+		case slots <- struct{}{}:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for kubelets to register their nodes: %w", ctx.Err())
-		case <-time.After(pause):
+			return fmt.Errorf("waiting for kubelets to register their nodes (%d of %d registered): %w", registered.Load(), len(nodes), ctx.Err())
 		}
-		pause = min(2*pause, time.Second)
 	}
+	return nil
 }
+
+// kubeletStartWave bounds the kubelets registering at once as a cluster
+// starts (startKubelets). A variable for tests only.
+var kubeletStartWave = 100
 
 // stopKubelets stops every kubelet and every runtime's simulation.
 func (c *Cluster) stopKubelets() {

@@ -197,7 +197,17 @@ type Kubelet struct {
 	// lastLease is the node's Lease as runLease last wrote it (only its
 	// goroutine uses it).
 	lastLease *coordinationv1.Lease
+	// registered is closed once the node's status was first posted
+	// (Registered).
+	registered     chan struct{}
+	registeredOnce sync.Once
 }
+
+// Registered returns a channel closed once this kubelet has first posted its
+// node's status (the Node exists and says Ready): what a cluster starting
+// thousands of kubelets waits for, without listing every Node again and
+// again.
+func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
 
 // New validates cfg and returns a kubelet ready to Run.
 func New(cfg Config) (*Kubelet, error) {
@@ -209,7 +219,7 @@ func New(cfg Config) (*Kubelet, error) {
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
 		clock: cfg.Clock, rt: cfg.Runtime,
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]bool{},
-		statusKick: make(chan struct{}, 1),
+		statusKick: make(chan struct{}, 1), registered: make(chan struct{}),
 	}, nil
 }
 

@@ -29,6 +29,7 @@ func (k *Kubelet) runNode(ctx context.Context) {
 			retry = min(retry*2, k.cfg.LeaseRenew)
 		} else {
 			retry = time.Second
+			k.registeredOnce.Do(func() { close(k.registered) })
 		}
 		t := k.clock.NewTimer(wait)
 		select {
