@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"runtime"
 	"slices"
 	"sync"
-	"weak"
 
 	"github.com/podsafe/podsafe/cluster/scaledclock"
 )
@@ -27,9 +25,10 @@ func KubeletComponent(node string) string { return "kubelet/" + node }
 // ControllerNames, ControllerFencing).
 func ControllerComponent(name string) string { return "controller/" + name }
 
-// componentState is the per-cluster state of clock views and pauses, kept
-// outside Cluster so its wiring stays in clocks.go and pause.go.
+// componentState is the cluster's state of clock views and pauses (a field
+// of Cluster, wired here and in pause.go).
 type componentState struct {
+	once    sync.Once // makes the maps
 	mu      sync.Mutex
 	views   map[string]*scaledclock.Clock
 	handed  map[string]bool // views handed to a component by ComponentClock
@@ -37,23 +36,12 @@ type componentState struct {
 	pauseMu sync.Mutex      // serialises Pause and Resume
 }
 
-// componentStates maps a weak pointer to each cluster to its state; the
-// entry goes when the cluster is collected, so a test that builds many
-// clusters and never reaches Close leaks nothing.
-var componentStates sync.Map // weak.Pointer[Cluster] -> *componentState
-
 func (c *Cluster) components() *componentState {
-	key := weak.Make(c)
-	if v, ok := componentStates.Load(key); ok {
-		return v.(*componentState)
-	}
-	v, loaded := componentStates.LoadOrStore(key, &componentState{
-		views: map[string]*scaledclock.Clock{}, handed: map[string]bool{}, paused: map[string]bool{},
+	st := &c.comps
+	st.once.Do(func() {
+		st.views, st.handed, st.paused = map[string]*scaledclock.Clock{}, map[string]bool{}, map[string]bool{}
 	})
-	if !loaded {
-		runtime.AddCleanup(c, func(k weak.Pointer[Cluster]) { componentStates.Delete(k) }, key)
-	}
-	return v.(*componentState)
+	return st
 }
 
 // view returns component's clock view, creating it, without marking it

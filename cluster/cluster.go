@@ -23,6 +23,7 @@ import (
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster/scaledclock"
 	"github.com/podsafe/podsafe/cluster/simnet"
+	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/raftstore"
 )
@@ -91,6 +92,10 @@ type Config struct {
 	// Raft are the raft timings and snapshot sizes of every member (zero
 	// fields: raftstore's defaults).
 	Raft RaftParams
+	// WatchWindow is how many recent events each member's store keeps for
+	// watches to resume from (raftstore.Config.WatchWindow; zero: its
+	// default).
+	WatchWindow int
 	// OnSnapshot, if set, is told of every snapshot a member takes,
 	// installs from the leader or restores from disk as it starts
 	// (raftstore.Config.OnSnapshot), with the member's host name. It must
@@ -123,6 +128,15 @@ type Cluster struct {
 	started bool // Start finished: planted bugs may now act
 
 	kubelets *kubeletSet // guarded by mu; see kubelets.go
+
+	// The state of the parts wired in their own files: clock views and
+	// pauses (clocks.go, pause.go), controllers (controllers.go), the
+	// storage server (fence.go), the scheduler (scheduler.go).
+	comps       componentState
+	controllers runset.Set
+	storage     storageState
+	schedMu     sync.Mutex    // serialises StartScheduler and StopScheduler
+	sched       *schedulerRun // guarded by schedMu
 }
 
 // New validates cfg and builds the network and clock; Start brings the members up.

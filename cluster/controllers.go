@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -61,14 +60,8 @@ var (
 	ErrUnknownController = errors.New("unknown controller")
 )
 
-// controllerSets holds each cluster's running controllers; kept here
-// rather than in Cluster so the controllers' wiring stays in this file.
-var controllerSets sync.Map // *Cluster -> *runset.Set
-
-func (c *Cluster) controllerSet() *runset.Set {
-	v, _ := controllerSets.LoadOrStore(c, &runset.Set{})
-	return v.(*runset.Set)
-}
+// controllerSet is the cluster's running controllers.
+func (c *Cluster) controllerSet() *runset.Set { return &c.controllers }
 
 // runner is what every controller offers.
 type runner interface {
@@ -174,7 +167,6 @@ func (c *Cluster) stopControllersOnClose() {
 			c.log.Warn("stopping controller", "controller", name, "err", err)
 		}
 	}
-	controllerSets.Delete(c)
 }
 
 // controllerClientset builds identity's clientset on ControllerHost.

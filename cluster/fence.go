@@ -37,14 +37,11 @@ type storageState struct {
 	err  error
 }
 
-var storageStates sync.Map // *Cluster -> *storageState
-
 // Storage returns the cluster's shared storage server (NFS-like, no locking
 // of its own), starting it on StorageHost on first use. It records every
 // write it receives in Config.Ledger.
 func (c *Cluster) Storage() (*storage.Server, error) {
-	v, _ := storageStates.LoadOrStore(c, &storageState{})
-	st := v.(*storageState)
+	st := &c.storage
 	st.once.Do(func() {
 		st.srv = storage.NewServer(c.cfg.Ledger, c.clock)
 		st.ln, st.err = c.net.Listen(StorageHost + ":" + StoragePort)
@@ -58,6 +55,9 @@ func (c *Cluster) Storage() (*storage.Server, error) {
 			}
 		}()
 	})
+	if st.srv == nil && st.err == nil {
+		return nil, errors.New("the storage server is closed with the cluster")
+	}
 	return st.srv, st.err
 }
 
@@ -74,11 +74,7 @@ func (c *Cluster) StorageClient(from string) *storage.Client {
 
 // stopStorageOnClose closes the storage server's listener.
 func (c *Cluster) stopStorageOnClose() {
-	v, ok := storageStates.LoadAndDelete(c)
-	if !ok {
-		return
-	}
-	st := v.(*storageState)
+	st := &c.storage
 	st.once.Do(func() {}) // never start it now
 	if st.ln != nil {
 		_ = st.ln.Close()

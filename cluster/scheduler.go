@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/podsafe/podsafe/apiserver"
@@ -28,13 +27,6 @@ type schedulerRun struct {
 	done   chan struct{}
 }
 
-// schedulers holds the running scheduler of each cluster; kept here rather
-// than in Cluster so the scheduler's wiring stays in this file.
-var schedulers sync.Map // *Cluster -> *schedulerRun
-
-// schedulerMu serializes StartScheduler and StopScheduler.
-var schedulerMu sync.Mutex
-
 // startSchedulerIfEnabled starts the scheduler when Config.Scheduler is set.
 func (c *Cluster) startSchedulerIfEnabled() error {
 	if !c.cfg.Scheduler {
@@ -47,9 +39,9 @@ func (c *Cluster) startSchedulerIfEnabled() error {
 // host, reaching the API through the cluster's network and using the
 // cluster's clock. It runs until StopScheduler or Close.
 func (c *Cluster) StartScheduler() error {
-	schedulerMu.Lock()
-	defer schedulerMu.Unlock()
-	if _, ok := schedulers.Load(c); ok {
+	c.schedMu.Lock()
+	defer c.schedMu.Unlock()
+	if c.sched != nil {
 		return ErrSchedulerRunning
 	}
 	rc := c.RESTConfig(apiserver.IdentityScheduler, ClientOptions{Host: SchedulerHost})
@@ -64,7 +56,7 @@ func (c *Cluster) StartScheduler() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &schedulerRun{cancel: cancel, done: make(chan struct{})}
-	schedulers.Store(c, run)
+	c.sched = run
 	go func() {
 		defer close(run.done)
 		if err := s.Run(ctx); err != nil {
@@ -77,13 +69,13 @@ func (c *Cluster) StartScheduler() error {
 // StopScheduler stops the scheduler as a crash would: whatever it was doing
 // is abandoned; a later StartScheduler rebuilds its state from the API.
 func (c *Cluster) StopScheduler() error {
-	schedulerMu.Lock()
-	defer schedulerMu.Unlock()
-	v, ok := schedulers.LoadAndDelete(c)
-	if !ok {
+	c.schedMu.Lock()
+	defer c.schedMu.Unlock()
+	run := c.sched
+	if run == nil {
 		return ErrSchedulerStopped
 	}
-	run := v.(*schedulerRun)
+	c.sched = nil
 	run.cancel()
 	select {
 	case <-run.done:
@@ -95,8 +87,9 @@ func (c *Cluster) StopScheduler() error {
 
 // SchedulerRunning reports whether the scheduler runs.
 func (c *Cluster) SchedulerRunning() bool {
-	_, ok := schedulers.Load(c)
-	return ok
+	c.schedMu.Lock()
+	defer c.schedMu.Unlock()
+	return c.sched != nil
 }
 
 // stopSchedulerOnClose stops a running scheduler, if any.
