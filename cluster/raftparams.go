@@ -172,6 +172,7 @@ func (p RaftParams) apply(cfg *raftstore.Config) {
 // params and snapshot observer.
 func (c *Cluster) configureRaft(scfg *raftstore.Config, host string) {
 	c.cfg.Raft.apply(scfg)
+	scfg.WatchWindow = c.cfg.WatchWindow
 	if f := c.cfg.OnSnapshot; f != nil {
 		scfg.OnSnapshot = func(e raftstore.SnapshotEvent) { f(host, e) }
 	}

@@ -298,6 +298,13 @@ const (
 	// the namespace "namespace" when that attribute is set), except what a
 	// LogStoreEventsLost line says was lost.
 	LogStoreEventsEnd = "store events end"
+	// LogStoreEventsListed: the store lines of the resource named by
+	// "resource" begin with its objects as listed at resourceVersion "rv"
+	// ("objects" of them), each an ADDED line at its own resourceVersion,
+	// because the changes before "rv" had left the watch window before the
+	// record began (a large cluster's start fills it). The state at "rv" is
+	// whole; only how it came about is summarized.
+	LogStoreEventsListed = "store events listed"
 )
 
 // LogEntry is a free-form note from the harness, such as a phase change.

@@ -1,9 +1,11 @@
 package specs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -66,7 +68,8 @@ func recordStoreEvents(ctx context.Context, c *cluster.Cluster, rec *history.Rec
 
 func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Recorder, src storeSource) {
 	// From the start of the log (the cluster has just started, so the
-	// watch window still holds it); 0 would mean from the present.
+	// watch window usually still holds it; when it does not, from a list);
+	// 0 would mean from the present.
 	var last uint64 = 1
 	member := 0
 	for ctx.Err() == nil {
@@ -77,6 +80,21 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 			continue
 		}
 		ch, err := st.Watch(ctx, src.resource, last)
+		if errors.Is(err, raftstore.ErrTooOld) && last == 1 {
+			// Nothing recorded yet, and the window no longer reaches back
+			// to the log's start: 5,000 kubelets registering write more
+			// than it holds before a run begins. The record starts from
+			// the objects as listed, whole, rather than from a gap.
+			rev, n, err := recordListed(ctx, st, rec, src)
+			if err != nil {
+				sleepCtx(ctx, 50*time.Millisecond)
+				continue
+			}
+			rec.Log(history.LogStoreEventsListed, map[string]string{"resource": src.resource,
+				"rv": strconv.FormatUint(rev, 10), "objects": strconv.Itoa(n)})
+			last = rev
+			continue
+		}
 		if errors.Is(err, raftstore.ErrTooOld) {
 			rec.Log(history.LogStoreEventsLost, map[string]string{"resource": src.resource, "after_rv": strconv.FormatUint(last, 10)})
 			last = 0
@@ -107,6 +125,25 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 		end["namespace"] = src.namespace
 	}
 	rec.Log(history.LogStoreEventsEnd, end)
+}
+
+// recordListed records src's objects as listed on st, oldest change first,
+// each as an ADDED store line at its own resourceVersion, and returns the
+// list's resourceVersion and how many it recorded.
+func recordListed(ctx context.Context, st *raftstore.Store, rec *history.Recorder, src storeSource) (uint64, int, error) {
+	objs, rev, err := st.List(ctx, src.resource, src.namespace)
+	if err != nil {
+		return 0, 0, err
+	}
+	slices.SortFunc(objs, func(a, b raftstore.Object) int { return cmp.Compare(a.RV, b.RV) })
+	for _, o := range objs {
+		rec.Store(history.StoreEvent{
+			Type: history.StoreEventType(raftstore.Added), Resource: o.Key.Resource,
+			Namespace: o.Key.Namespace, Name: o.Key.Name,
+			RV: strconv.FormatUint(o.RV, 10), Object: json.RawMessage(o.Data),
+		})
+	}
+	return rev, len(objs), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
