@@ -5,7 +5,6 @@
 package specs
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -569,91 +568,6 @@ func keys(m map[string]string) string {
 		ks = append(ks, k)
 	}
 	return strings.Join(sortStrings(ks), ", ")
-}
-
-// NemesisPart is one part of a composed nemesis (Scenario.NemesisCompose).
-type NemesisPart struct {
-	// Faults names faults or groups of faults, as Scenario.Nemesis does.
-	Faults []string `json:"faults"`
-	// Interval is the part's mean time between operations; zero: the
-	// scenario's nemesisInterval.
-	Interval Duration `json:"interval,omitempty"`
-}
-
-// hasFaults reports whether names names some fault ("none" names none).
-func hasFaults(names []string) bool {
-	fs, err := nemesis.Lookup(names...)
-	return err != nil || len(fs) > 0
-}
-
-// validCompose checks NemesisCompose: every part names faults that exist
-// and a valid interval, and Nemesis is not given besides.
-func (s *Scenario) validCompose() error {
-	if len(s.NemesisCompose) == 0 {
-		return nil
-	}
-	if hasFaults(s.Nemesis) {
-		return fmt.Errorf("nemesis %s and nemesisCompose are both given: a composed nemesis names its faults in its parts (nemesisCompose[].faults, --nemesis-compose); drop nemesis (--nemesis)", strings.Join(s.Nemesis, ","))
-	}
-	for i, p := range s.NemesisCompose {
-		if !hasFaults(p.Faults) {
-			return fmt.Errorf("nemesisCompose[%d].faults names no fault: name faults or groups of faults (see podsafe list)", i)
-		}
-		if _, err := nemesis.Lookup(p.Faults...); err != nil {
-			return fmt.Errorf("nemesisCompose[%d].faults: %w", i, err)
-		}
-		if p.Interval < 0 {
-			return fmt.Errorf("nemesisCompose[%d].interval must be > 0 (or left out for nemesisInterval), got %s", i, p.Interval)
-		}
-	}
-	return nil
-}
-
-// NemesisParts returns the parts of a composed nemesis (none when the
-// scenario does not compose one), each with its faults looked up and its
-// interval (nemesisInterval when the part gives none).
-func (s *Scenario) NemesisParts() ([]nemesis.Part, error) {
-	var out []nemesis.Part
-	for i, p := range s.NemesisCompose {
-		fs, err := nemesis.Lookup(p.Faults...)
-		if err != nil {
-			return nil, fmt.Errorf("nemesisCompose[%d]: %w", i, err)
-		}
-		d := time.Duration(p.Interval)
-		if d == 0 {
-			d = time.Duration(s.NemesisInterval)
-		}
-		out = append(out, nemesis.Part{Name: strings.Join(p.Faults, ","), Faults: fs, Interval: d})
-	}
-	return out, nil
-}
-
-// Duration is a time.Duration that reads and writes as "30s" in JSON and YAML.
-type Duration time.Duration
-
-// String renders the duration as time.Duration does.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalJSON writes the duration as a string such as "30s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads "30s" or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration %s: want a string like \"30s\"", b)
-	}
-	*d = Duration(n)
-	return nil
 }
 
 // validCheckers refuses a checkers list naming a checker podsafe does not
