@@ -32,11 +32,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/podsafe/podsafe/internal/runset"
 	"github.com/podsafe/podsafe/target"
@@ -448,87 +443,6 @@ func (c *Cluster) apiReady(ctx context.Context, i int) error {
 	return nil
 }
 
-// FencingClusterRole is what podsafe's fencing controller may do on the
-// kube target, and no more: read nodes, pods, node leases and volume
-// attachments; write its fence record on Nodes (status condition, taint,
-// annotations, unschedulable); force delete the pods of a fenced node and
-// break its attachments; keep its fence-token counter Lease; write Events.
-func FencingClusterRole() *rbacv1.ClusterRole {
-	rule := policyRule
-	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "podsafe:fencing-controller"},
-		Rules: []rbacv1.PolicyRule{
-			rule("", []string{"nodes"}, "get", "list", "watch", "update", "patch"),
-			rule("", []string{"nodes/status"}, "update", "patch"),
-			rule("", []string{"pods"}, "get", "list", "watch", "delete"),
-			rule("", []string{"events"}, "create", "patch", "update"),
-			rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),
-			rule("coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update"),
-			rule("storage.k8s.io", []string{"volumeattachments"}, "get", "list", "watch", "delete"),
-		},
-	}
-}
-
-// policyRule is one RBAC rule: verbs on resources of group.
-func policyRule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
-}
-
-// createRetrying runs the create f until it succeeds or finds its object
-// there already, retrying every 200 ms while the API (or its RBAC
-// bootstrap) is not ready, until ctx ends; a refusal as invalid ends it at
-// once. what names the object in the error.
-func createRetrying(ctx context.Context, what string, f func() error) error {
-	for {
-		err := f()
-		switch {
-		case err == nil || apierrors.IsAlreadyExists(err):
-			return nil
-		case apierrors.IsInvalid(err):
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// bindRoles lets podsafe's workload user act as a cluster admin (it creates
-// namespaces, priority classes, budgets and workloads of every kind) and
-// gives the fencing user FencingClusterRole (RBAC; the kubelets need no
-// binding: the Node authorizer decides for them).
-func (c *Cluster) bindRoles(ctx context.Context) error {
-	cs, err := c.clientFor(AdminUser, "", 0)
-	if err != nil {
-		return err
-	}
-	// The RBAC bootstrap may still be running: retry until ctx ends.
-	retry := func(what string, f func() error) error { return createRetrying(ctx, what, f) }
-	role := FencingClusterRole()
-	if err := retry("creating ClusterRole "+role.Name, func() error {
-		_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return err
-	}
-	for u, r := range map[string]string{WorkloadUser: "cluster-admin", FencingUser: role.Name} {
-		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "podsafe-" + u[len("podsafe:"):]},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r},
-			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: u}},
-		}
-		if err := retry("binding "+u+" to "+r, func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // AddNode gives node a host of its own inside the harness (its kubelet's
 // connections come from the host's address, so partitions cut them).
 func (c *Cluster) AddNode(ctx context.Context, node string) error {
@@ -552,94 +466,6 @@ func KubeletComponent(node string) string { return "kubelet/" + node }
 
 // NodeHost is the host of node's kubelet.
 func NodeHost(node string) string { return node }
-
-// RESTConfig returns a client configuration for user, connecting from host
-// ("" for the harness's own address) to API server prefer first, then to
-// the others when it cannot be reached (client-side load balancing: with
-// several API servers a client spreads by prefer, and fails over).
-func (c *Cluster) RESTConfig(user, host string, prefer int) (*rest.Config, error) {
-	if c.ext != nil {
-		return c.externalRESTConfig(user, host)
-	}
-	usr, err := c.users.get(user)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	local, ok := c.hosts[host]
-	c.mu.Unlock()
-	if host != "" && !ok {
-		return nil, fmt.Errorf("%w: no host %q", target.ErrUnknownComponent, host)
-	}
-	n := len(c.lay.api)
-	prefer = ((prefer % n) + n) % n
-	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 5 * time.Second}
-	if local.IsValid() {
-		dialer.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
-	}
-	addrs := make([]string, 0, n)
-	for k := range n {
-		addrs = append(addrs, hostport(c.lay.api[(prefer+k)%n], APIServerPort))
-	}
-	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var errs []error
-		for _, a := range addrs {
-			conn, err := dialer.DialContext(ctx, network, a)
-			if err == nil {
-				return conn, nil
-			}
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		return nil, errors.Join(errs...)
-	}
-	return &rest.Config{
-		Host:            c.lay.apiURL(prefer),
-		BearerToken:     usr.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.lay.pki.CAPEM},
-		Dial:            dial,
-		QPS:             -1,
-		// JSON, not client-go's default protobuf: the history's transport
-		// reads the UID and resourceVersion of every answer, which it can
-		// only in JSON (the authority checker matches a force deletion to
-		// the store's record of the pod by that UID).
-		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
-		// No client timeout: it would end watches; requests are bounded by
-		// their contexts.
-	}, nil
-}
-
-// clientFor is a clientset for user from host against API server prefer.
-func (c *Cluster) clientFor(user, host string, prefer int) (kubernetes.Interface, error) {
-	rc, err := c.RESTConfig(user, host, prefer)
-	if err != nil {
-		return nil, err
-	}
-	rc.Timeout = 5 * time.Second
-	return kubernetes.NewForConfig(rc)
-}
-
-// WriteKubeconfig writes an admin kubeconfig for kubectl against API server
-// 0 and returns the server URL.
-func (c *Cluster) WriteKubeconfig(path string) (string, error) {
-	usr, err := c.users.get(AdminUser)
-	if err != nil {
-		return "", err
-	}
-	return c.lay.apiURL(0), writeKubeconfig(path, c.lay.apiURL(0), c.lay.pki.CAPEM, usr)
-}
-
-// CAPEM is the cluster CA certificate.
-func (c *Cluster) CAPEM() []byte { return c.lay.pki.CAPEM }
-
-// CertPool is the cluster CA as a pool.
-func (c *Cluster) CertPool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AppendCertsFromPEM(c.lay.pki.CAPEM)
-	return p
-}
 
 // AuditLogs are the API servers' audit log files.
 func (c *Cluster) AuditLogs() []string {
