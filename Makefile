@@ -132,7 +132,7 @@ bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd: wri
 # cut in turn (scenarios/scale-5k.yaml); SCALEFLAGS adds flags (--nodes 500
 # for a smaller one).
 SCALEFLAGS ?=
-scale: build ## the 5,000-node scenario (pets+spread, zone partitions); about 15 minutes
+scale: build ## the 5,000-node scenario (pets+spread, zone partitions); about 10 minutes and 6 GB
 	./$(BIN) test --scenario scenarios/scale-5k.yaml $(SCALEFLAGS)
 
 run: build ## the default short chaos suite on the embedded cluster
