@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -31,15 +30,17 @@ func newInflight(readOnly, mutating int) *inflight {
 	return in
 }
 
-// admit takes a slot for r, or writes 429 and reports false. The release
-// function frees the slot. The admin identity is exempt, as upstream exempts
-// system:masters, so an operator can still act on an overloaded cluster.
-func (in *inflight) admit(w http.ResponseWriter, r *http.Request, identity string) (release func(), ok bool) {
-	if identity == IdentityAdmin || longRunning(r) {
+// admit takes a slot for a resource request that is not a watch (watches
+// are long-running and never counted), or writes 429 and reports false. The
+// release function frees the slot. The admin identity is exempt, as
+// upstream exempts system:masters, so an operator can still act on an
+// overloaded cluster.
+func (in *inflight) admit(w http.ResponseWriter, identity string, mutating bool) (release func(), ok bool) {
+	if identity == IdentityAdmin {
 		return func() {}, true
 	}
 	slots := in.readOnly
-	if mutatingMethod(r.Method) {
+	if mutating {
 		slots = in.mutating
 	}
 	if slots == nil {
@@ -52,15 +53,6 @@ func (in *inflight) admit(w http.ResponseWriter, r *http.Request, identity strin
 		writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 		return nil, false
 	}
-}
-
-// longRunning reports whether r is a watch (?watch=true or a /watch/ path).
-func longRunning(r *http.Request) bool {
-	switch r.URL.Query().Get("watch") {
-	case "true", "1":
-		return true
-	}
-	return strings.Contains(r.URL.Path, "/watch/")
 }
 
 func mutatingMethod(m string) bool {

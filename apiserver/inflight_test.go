@@ -11,37 +11,33 @@ import (
 
 // TestInflightBounds: past its bound a request is refused at once with 429,
 // Retry-After and a TooManyRequests Status; read-only and mutating requests
-// have separate bounds; watches and the admin identity are not counted; a
-// released slot admits the next request.
+// have separate bounds; the admin identity is not counted; a released slot
+// admits the next request. (Watches never reach admit: serveResource sends
+// them on before it.)
 func TestInflightBounds(t *testing.T) {
 	in := newInflight(1, 1)
-	get := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
-	post := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/a/pods", nil)
-	watch := httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
-	oldWatch := httptest.NewRequest(http.MethodGet, "/api/v1/watch/pods", nil)
-
-	admit := func(r *http.Request, identity string) (func(), *httptest.ResponseRecorder) {
+	admit := func(mutating bool, identity string) (func(), *httptest.ResponseRecorder) {
 		t.Helper()
 		w := httptest.NewRecorder()
-		release, ok := in.admit(w, r, identity)
+		release, ok := in.admit(w, identity, mutating)
 		if ok != (release != nil) {
 			t.Fatalf("admit: ok %v with release %v", ok, release != nil)
 		}
 		return release, w
 	}
-	mustAdmit := func(r *http.Request, identity string) func() {
+	mustAdmit := func(mutating bool, identity string) func() {
 		t.Helper()
-		release, w := admit(r, identity)
+		release, w := admit(mutating, identity)
 		if release == nil {
-			t.Fatalf("%s %s as %s refused with %d, want admitted", r.Method, r.URL, identity, w.Code)
+			t.Fatalf("mutating=%v as %s refused with %d, want admitted", mutating, identity, w.Code)
 		}
 		return release
 	}
-	mustRefuse := func(r *http.Request, identity string) {
+	mustRefuse := func(mutating bool, identity string) {
 		t.Helper()
-		release, w := admit(r, identity)
+		release, w := admit(mutating, identity)
 		if release != nil {
-			t.Fatalf("%s %s as %s admitted past its bound", r.Method, r.URL, identity)
+			t.Fatalf("mutating=%v as %s admitted past its bound", mutating, identity)
 		}
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
 			t.Fatalf("refusal: code %d, Retry-After %q; want 429 and 1", w.Code, w.Header().Get("Retry-After"))
@@ -55,25 +51,31 @@ func TestInflightBounds(t *testing.T) {
 		}
 	}
 
-	releaseGet := mustAdmit(get, IdentityWorkload)
-	mustRefuse(get, KubeletIdentityPrefix+"n1")
-	releasePost := mustAdmit(post, IdentityWorkload) // its own bound
-	mustRefuse(post, IdentityScheduler)
-	for _, r := range []*http.Request{watch, oldWatch} {
-		mustAdmit(r, IdentityWorkload)() // long-running: never counted
-	}
-	mustAdmit(get, IdentityAdmin)() // exempt
-	mustAdmit(post, IdentityAdmin)()
+	releaseGet := mustAdmit(false, IdentityWorkload)
+	mustRefuse(false, KubeletIdentityPrefix+"n1")
+	releasePost := mustAdmit(true, IdentityWorkload) // its own bound
+	mustRefuse(true, IdentityScheduler)
+	mustAdmit(false, IdentityAdmin)() // exempt
+	mustAdmit(true, IdentityAdmin)()
 	releaseGet()
-	mustAdmit(get, IdentityWorkload)()
+	mustAdmit(false, IdentityWorkload)()
 	releasePost()
-	mustAdmit(post, IdentityWorkload)()
+	mustAdmit(true, IdentityWorkload)()
 
 	unbounded := newInflight(-1, -1)
 	for range 3 {
-		w := httptest.NewRecorder()
-		if _, ok := unbounded.admit(w, get, IdentityWorkload); !ok {
+		if _, ok := unbounded.admit(httptest.NewRecorder(), IdentityWorkload, false); !ok {
 			t.Fatal("a negative bound refused a request")
+		}
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
+		if mutatingMethod(m) {
+			t.Errorf("%s counted as mutating", m)
+		}
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if !mutatingMethod(m) {
+			t.Errorf("%s counted as read-only", m)
 		}
 	}
 }

@@ -163,6 +163,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 		s.serveWatch(w, r, ri)
 		return
 	}
+	release, ok := s.limits.admit(w, IdentityFrom(r.Context()), mutatingMethod(r.Method))
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
 	r = r.WithContext(ctx)

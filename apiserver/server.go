@@ -245,11 +245,6 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := w.(*statusRecorder); ok {
 		rec.identity = identity
 	}
-	release, ok := s.limits.admit(w, r, identity)
-	if !ok {
-		return
-	}
-	defer release()
 	segs := splitPath(path)
 	switch {
 	case path == openAPIPrefix || strings.HasPrefix(path, openAPIPrefix+"/"):
