@@ -113,11 +113,7 @@ func followResource(ctx context.Context, c *cluster.Cluster, rec *history.Record
 			if src.namespace != "" && ev.Object.Key.Namespace != src.namespace {
 				continue
 			}
-			rec.Store(history.StoreEvent{
-				Type: history.StoreEventType(ev.Type), Resource: ev.Object.Key.Resource,
-				Namespace: ev.Object.Key.Namespace, Name: ev.Object.Key.Name,
-				RV: strconv.FormatUint(ev.Object.RV, 10), Object: json.RawMessage(ev.Object.Data),
-			})
+			rec.Store(storeLine(ev.Type, ev.Object))
 		}
 	}
 	end := map[string]string{"resource": src.resource, "rv": strconv.FormatUint(last, 10)}
@@ -137,13 +133,18 @@ func recordListed(ctx context.Context, st *raftstore.Store, rec *history.Recorde
 	}
 	slices.SortFunc(objs, func(a, b raftstore.Object) int { return cmp.Compare(a.RV, b.RV) })
 	for _, o := range objs {
-		rec.Store(history.StoreEvent{
-			Type: history.StoreEventType(raftstore.Added), Resource: o.Key.Resource,
-			Namespace: o.Key.Namespace, Name: o.Key.Name,
-			RV: strconv.FormatUint(o.RV, 10), Object: json.RawMessage(o.Data),
-		})
+		rec.Store(storeLine(raftstore.Added, o))
 	}
 	return rev, len(objs), nil
+}
+
+// storeLine is the history's store line of a change of o.
+func storeLine(typ raftstore.EventType, o raftstore.Object) history.StoreEvent {
+	return history.StoreEvent{
+		Type: history.StoreEventType(typ), Resource: o.Key.Resource,
+		Namespace: o.Key.Namespace, Name: o.Key.Name,
+		RV: strconv.FormatUint(o.RV, 10), Object: json.RawMessage(o.Data),
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
