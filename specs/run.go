@@ -203,7 +203,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	// the workload draw independently and reproducibly.
 	nemesisRng := mrand.New(mrand.NewPCG(s.Seed, 1))
 	workloadSeed := mrand.New(mrand.NewPCG(s.Seed, 2)).Uint64()
-	w, err := workload.Lookup(s.Workload)
+	w, err := s.TunedWorkload()
 	if err != nil {
 		return err
 	}

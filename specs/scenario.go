@@ -83,7 +83,13 @@ type Scenario struct {
 	// workload.Limiter); 0 means no bound. `podsafe test` sets its --rate
 	// unless a scenario file is given.
 	Rate float64 `json:"rate,omitempty"`
-	// Keys is how many register keys are live at once.
+	// Knobs tune the workload, and each part of a mix, by workload name:
+	// the fields of its configuration that are plain data, by the names
+	// `podsafe list` shows (knobs: {spread: {sets: 4, interval: 5s}}). A
+	// tuned variant of a workload is a scenario file, not new code.
+	Knobs workload.Knobs `json:"knobs,omitempty"`
+	// Keys is how many register keys are live at once (the register
+	// workload's knob keys, given one way or the other).
 	Keys    int  `json:"keys,omitempty"`
 	Durable bool `json:"durable,omitempty"`
 	// Bugs are planted bugs to switch on (see Bugs).
@@ -287,7 +293,7 @@ func (s *Scenario) Defaults() {
 		s.Topology.Members = 3
 	default:
 		nodes, zones := 0, 1
-		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets {
+		if w, err := s.TunedWorkload(); err == nil && w.Needs().Kubelets {
 			// A workload that runs pods gets the CLI's default nodes, in
 			// as many zones as it needs.
 			nodes, zones = max(3, w.Needs().MinNodes), max(1, w.Needs().Zones)
@@ -336,16 +342,42 @@ func (s *Scenario) Defaults() {
 		// controllers has grace periods, leases and tolerations worth
 		// minutes, so its cluster clock runs faster by default.
 		s.TimeScale = 1
-		if w, err := workload.Lookup(s.Workload); err == nil && w.Needs().Kubelets {
+		if w, err := s.TunedWorkload(); err == nil && w.Needs().Kubelets {
 			s.TimeScale = DefaultPodTimeScale
 		}
 	}
 	if s.Concurrency == 0 && s.defaulted("concurrency") {
 		s.Concurrency = 2 * s.Topology.Members
 	}
+	if _, ok := s.Knobs[registerWorkload][registerKeys]; ok && s.Keys == 0 && s.defaulted("keys") {
+		if w, err := s.TunedWorkload(); err == nil {
+			if r, ok := w.(*workload.Register); ok {
+				s.Keys = r.Keys
+			}
+		}
+	}
 	if s.Keys == 0 && s.defaulted("keys") {
 		s.Keys = 5
 	}
+}
+
+// The register workload's name and its knob that Scenario.Keys gives too.
+const (
+	registerWorkload = "register"
+	registerKeys     = "keys"
+)
+
+// TunedWorkload is a fresh value of the scenario's workload with its knobs
+// set (Knobs), validated.
+func (s *Scenario) TunedWorkload() (workload.Workload, error) {
+	w, err := workload.Lookup(s.Workload)
+	if err != nil {
+		return nil, err
+	}
+	if err := workload.Tune(w, s.Knobs); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Validate reports the first problem, naming the field and the fix: the
@@ -371,9 +403,12 @@ func (s *Scenario) Validate() error {
 	case s.Zones > 0:
 		return fmt.Errorf("%w: scenario zones is given without nodes: it spreads the nodes that nodes generates", ErrInvalidScenario)
 	}
-	w, err := workload.Lookup(s.Workload)
+	w, err := s.TunedWorkload()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if k, ok := s.Knobs[registerWorkload][registerKeys]; ok && s.Keys != w.(*workload.Register).Keys {
+		return fmt.Errorf("%w: the register keys are given twice, %s %d and knobs.register.keys %v: give them once", ErrInvalidScenario, fieldRef("keys"), s.Keys, k)
 	}
 	if need := w.Needs(); need.MinNodes > len(s.Topology.Nodes) {
 		return fmt.Errorf("%w: workload %s needs at least %d nodes, the topology has %d (--nodes)", ErrInvalidScenario, s.Workload, need.MinNodes, len(s.Topology.Nodes))

@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,30 @@ nemesisCompose:
 	}
 }
 
-// The composed scenario file shipped with podsafe reads and validates.
+// Every scenario file shipped with podsafe reads and validates.
+func TestScenarioFiles(t *testing.T) {
+	files, err := filepath.Glob("../scenarios/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("scenarios: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseScenario(b)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		s.Defaults()
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// The composed scenario file shipped with podsafe composes its nemesis.
 func TestComposedScenarioFile(t *testing.T) {
 	b, err := os.ReadFile("../scenarios/composed.yaml")
 	if err != nil {

@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,34 +12,11 @@ import (
 
 func init() {
 	Add("replicas", func() Workload { return &Replicas{} })
-	Add(GraceReplicasName, NewGraceReplicas)
 }
 
 // GraceReplicasName is the Replicas workload tuned for the grace-period
-// guarantees (see NewGraceReplicas).
+// guarantees: a variant (variants/replicas-grace.yaml).
 const GraceReplicasName = "replicas-grace"
-
-// NewGraceReplicas is the Replicas workload tuned for the grace-period
-// guarantees (PS-3, PS-5, GP-1, GP-5): containers that ignore TERM, so
-// every termination runs to its KILL at the grace deadline; deletions asking
-// for up to GraceReplicasMaxDelete seconds, mostly longer than the pods'
-// own 5..9 s; and most of them followed, while the pod terminates, by a
-// second deletion with another grace (operation "regrace"): long graces
-// mostly shortened, short ones mostly lengthened. Deletions are its most
-// frequent operation, and it runs at twice the plain workload's pace. Its
-// operations are named "replicas-grace:…", in namespace
-// podsafe-replicas-grace.
-func NewGraceReplicas() Workload {
-	return &Replicas{name: GraceReplicasName, Scripts: []string{"ignore-term"},
-		SetKnobs: SetKnobs{MaxDeleteGrace: GraceReplicasMaxDelete, Regrace: 75,
-			Interval: 5 * time.Second, Weights: [5]int{0, 2, 5, 1, 1}}}
-}
-
-// GraceReplicasMaxDelete is the longest grace, in scaled seconds, the
-// deletions of NewGraceReplicas ask for: at time scale 50, 6 s of wall time,
-// long enough for a kubelet restart or a second deletion to land while the
-// pod terminates.
-const GraceReplicasMaxDelete = 300
 
 // Replicas is the ReplicaSet workload (PS-7, PS-9): a few apps/v1
 // ReplicaSets scaled within 0..MaxReplicas while processes delete their pods
@@ -58,7 +34,8 @@ type Replicas struct {
 	// (default: unscripted, "prestop=2s", "stop-after-term=3s").
 	Scripts []string
 
-	name string // the registered name, when not "replicas"
+	// name and describe are a variant's (see variant), when it runs as one.
+	name, describe string
 
 	_ struct{}
 }
@@ -73,11 +50,13 @@ func (w *Replicas) Name() string {
 
 // Describe implements Workload.
 func (w *Replicas) Describe() string {
-	if w.name == GraceReplicasName {
-		return "ReplicaSets whose pods ignore TERM, deleted with graces up to 300 s and deleted again while terminating with a shorter or longer grace (PS-3, PS-5, GP-1, GP-5)"
+	if w.describe != "" {
+		return w.describe
 	}
 	return "ReplicaSets scaled 0..3 while their pods are deleted with random grace; replacements may overlap (PS-7)"
 }
+
+func (w *Replicas) rename(name, describe string) { w.name, w.describe = name, describe }
 
 // Needs implements Workload.
 func (w *Replicas) Needs() Needs {

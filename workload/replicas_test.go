@@ -46,7 +46,7 @@ func TestGraceReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.defaults()
-	if r.Namespace != "podsafe-"+GraceReplicasName || r.MaxDeleteGrace != GraceReplicasMaxDelete || r.Regrace <= 0 {
+	if r.Namespace != "podsafe-"+GraceReplicasName || r.MaxDeleteGrace != variantMaxDelete || r.Regrace <= 0 {
 		t.Errorf("knobs %+v", r.SetKnobs)
 	}
 	for i := range 3 {
@@ -56,7 +56,7 @@ func TestGraceReplicas(t *testing.T) {
 			t.Errorf("set %d: containers must run until KILL: %+v", i, s)
 		}
 		// Deletions ask for up to 300 s: most are longer than the spec's.
-		if g := *set.Spec.Template.Spec.TerminationGracePeriodSeconds; g >= GraceReplicasMaxDelete/10 {
+		if g := *set.Spec.Template.Spec.TerminationGracePeriodSeconds; g >= variantMaxDelete/10 {
 			t.Errorf("set %d: spec grace %d s", i, g)
 		}
 	}
@@ -68,3 +68,6 @@ func TestGraceReplicas(t *testing.T) {
 		t.Error("the plain workload lost its name")
 	}
 }
+
+// variantMaxDelete is the maxDeleteGrace of variants/replicas-grace.yaml.
+const variantMaxDelete = 300

@@ -12,6 +12,7 @@ import (
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/specs"
 	"github.com/podsafe/podsafe/target/kube"
+	"github.com/podsafe/podsafe/workload"
 )
 
 func newListCmd() *cobra.Command {
@@ -41,6 +42,8 @@ func newListCmd() *cobra.Command {
 			}
 			fmt.Fprintln(out, "Workloads:")
 			printMap(out, specs.Workloads())
+			fmt.Fprintln(out, "\nWorkload knobs (a scenario's knobs, or --knob workload.knob=value; durations as 10s):")
+			printKnobs(out)
 			fmt.Fprintln(out, "\nNemeses:")
 			for _, f := range nemesis.All() {
 				fmt.Fprintf(out, "  %-20s %s (needs %s)\n", f.Name(), f.Describe(), strings.Trim(fmt.Sprint(f.Needs()), "[]"))
@@ -184,5 +187,20 @@ func printMap(out interface{ Write([]byte) (int, error) }, m map[string]string) 
 	}
 	for _, k := range ks {
 		fmt.Fprintf(out, "  %-*s %s\n", width, k, m[k])
+	}
+}
+
+// printKnobs lists each workload's knobs and the values they take.
+func printKnobs(out io.Writer) {
+	for _, name := range workload.Names() {
+		w, err := workload.Lookup(name)
+		if err != nil {
+			continue
+		}
+		var knobs []string
+		for _, k := range workload.KnobsOf(w) {
+			knobs = append(knobs, k.Name+" ("+k.Type+")")
+		}
+		fmt.Fprintf(out, "  %-20s %s\n", name, strings.Join(knobs, ", "))
 	}
 }

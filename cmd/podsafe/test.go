@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
@@ -40,6 +42,7 @@ type testFlags struct {
 	nodes           int
 	zones           int
 	keys            int
+	knobs           []string
 	rate            float64
 	compress        bool
 	testCount       int
@@ -90,6 +93,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.IntVar(&f.nodes, "nodes", 3, "worker nodes")
 	fl.IntVar(&f.zones, "zones", 1, "zones the nodes are spread over")
 	fl.IntVar(&f.keys, "keys", 5, "register keys live at once")
+	fl.StringArrayVar(&f.knobs, "knob", nil, "tune the workload: workload.knob=value, the value in YAML (spread.sets=4, replicas.interval=5s, lifecycle.variants=[crash,probe]); repeat for each knob; the knobs are listed by podsafe list. A --scenario file's knobs stand unless a --knob sets the same one")
 	fl.Float64Var(&f.rate, "rate", DefaultRate, "at most this many workload operations per second, across all clients, staggered (Jepsen's --rate); 0: no bound. A --scenario file's rate (default none) stands unless --rate is given")
 	fl.BoolVar(&f.compress, "compress", true, "once the run is checked, replace history.jsonl by history.jsonl.gz (check, report and serve read either); --compress=false keeps it plain")
 	fl.IntVar(&f.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …)")
@@ -185,7 +189,7 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 		// workload needs (spread needs two zones), as a scenario's
 		// defaults would have them.
 		nodes, zones := f.nodes, f.zones
-		if w, err := workload.Lookup(s.Workload); err == nil {
+		if w, err := s.TunedWorkload(); err == nil {
 			need := w.Needs()
 			if !cmd.Flags().Changed("zones") {
 				zones = max(zones, need.Zones)
@@ -204,6 +208,9 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 	}
 	if set("keys") {
 		s.Keys = f.keys
+	}
+	if err := addKnobs(&s, f.knobs); err != nil {
+		return s, err
 	}
 	if set("rate") {
 		s.Rate = f.rate
@@ -457,6 +464,7 @@ func rerunCommand(s specs.Scenario, store string) string {
 	if s.BypassAuthority {
 		args = append(args, "--bypass-authority")
 	}
+	args = append(args, knobArgs(s.Knobs)...)
 	if attrs := s.Raft.Attrs(); attrs != nil {
 		// The parameters fixed; the seed draws the others again.
 		var kv []string
@@ -503,4 +511,68 @@ func zones(t cluster.Topology) int {
 		seen[n.Labels[cluster.LabelZone]] = true
 	}
 	return len(seen)
+}
+
+// addKnobs sets the knobs of --knob flags (workload.knob=value) on s, over
+// those its file gave.
+func addKnobs(s *specs.Scenario, flags []string) error {
+	for _, kv := range flags {
+		key, value, ok := strings.Cut(kv, "=")
+		wl, knob, dotted := strings.Cut(key, ".")
+		if !ok || !dotted || wl == "" || knob == "" {
+			return fmt.Errorf("--knob %q: write workload.knob=value, such as spread.sets=4", kv)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+			return fmt.Errorf("--knob %q: the value is not YAML: %w", kv, err)
+		}
+		if s.Knobs == nil {
+			s.Knobs = workload.Knobs{}
+		}
+		if s.Knobs[wl] == nil {
+			s.Knobs[wl] = map[string]any{}
+		}
+		s.Knobs[wl][knob] = v
+	}
+	return nil
+}
+
+// knobArgs gives knobs back as --knob flags, sorted, each value as JSON
+// (which is YAML) and a string bare where YAML reads it back as itself;
+// an argument the shell would split or expand is single-quoted.
+func knobArgs(knobs workload.Knobs) []string {
+	var args []string
+	for wl, values := range knobs {
+		for knob, v := range values {
+			b, err := json.Marshal(v)
+			if err != nil {
+				continue // not from YAML, JSON or a flag: Validate refused it
+			}
+			value := string(b)
+			if str, ok := v.(string); ok {
+				var back any
+				if yaml.Unmarshal([]byte(str), &back) == nil && back == str {
+					value = str
+				}
+			}
+			args = append(args, wl+"."+knob+"="+value)
+		}
+	}
+	sort.Strings(args)
+	out := make([]string, 0, 2*len(args))
+	for _, a := range args {
+		out = append(out, "--knob", shellWord(a))
+	}
+	return out
+}
+
+// shellWord quotes w for a POSIX shell where it holds more than letters,
+// digits and . _ - = : / , +.
+func shellWord(w string) string {
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-=:/,+", r)) {
+			return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return w
 }

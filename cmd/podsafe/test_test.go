@@ -1,7 +1,13 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsafe/podsafe/workload"
 )
 
 // Nodes and zones not given on the command line are what the workload
@@ -57,6 +63,56 @@ func TestScenarioFileGeneratedNodes(t *testing.T) {
 		if len(s.Topology.Nodes) != tc.nodes || zones(s.Topology) != tc.zones || s.Topology.Members != tc.members {
 			t.Errorf("%v: %d nodes in %d zones, %d members; want %d in %d, %d members", tc.args,
 				len(s.Topology.Nodes), zones(s.Topology), s.Topology.Members, tc.nodes, tc.zones, tc.members)
+		}
+	}
+}
+
+// --knob sets a workload knob over a scenario file's, the value read as
+// YAML; a malformed one is one error naming it.
+func TestKnobFlags(t *testing.T) {
+	path := writeScenario(t, t.TempDir(), "tuned", "workload: spread\nknobs: {spread: {sets: 5, pods: 2}}\n")
+	cmd, f := newTestCommand()
+	if err := cmd.Flags().Parse([]string{"--scenario", path, "--knob", "spread.sets=4", "--knob", "spread.interval=3s", "--knob", "spread.setWeights=[0,1,1,1,1]"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarioFromFlags(cmd, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.TunedWorkload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := w.(*workload.Spread)
+	if sp.Sets != 4 || sp.Pods != 2 || sp.Interval != 3*time.Second || sp.SetWeights != [5]int{0, 1, 1, 1, 1} {
+		t.Errorf("spread %d sets, %d pods, interval %s, weights %v", sp.Sets, sp.Pods, sp.Interval, sp.SetWeights)
+	}
+	// The rerun command gives the knobs back.
+	rerun := rerunCommand(s, "store")
+	for _, want := range []string{" --knob spread.interval=3s", " --knob spread.pods=2", " --knob spread.sets=4", " --knob 'spread.setWeights=[0,1,1,1,1]'"} {
+		if !strings.Contains(rerun, want) {
+			t.Errorf("rerun %q lacks %q", rerun, want)
+		}
+	}
+	args := strings.Fields(strings.ReplaceAll(rerun, "'", ""))[2:]
+	again, err := fromFlags(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(again.Knobs, s.Knobs) {
+		t.Errorf("knobs of the rerun %v, want %v", again.Knobs, s.Knobs)
+	}
+	for _, bad := range []string{"sets=4", "spread.=4", "spread.sets", ".sets=4", "spread.sets=[1,"} {
+		cmd, f := newTestCommand()
+		if err := cmd.Flags().Parse([]string{"--workload", "spread", "--knob", bad}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scenarioFromFlags(cmd, f); err == nil || !strings.Contains(err.Error(), "--knob") {
+			t.Errorf("--knob %s: %v", bad, err)
 		}
 	}
 }
