@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsafe/podsafe/raftstore"
 )
@@ -101,15 +102,25 @@ func methodNotAllowed(message string) error {
 	}}
 }
 
-// unprocessable is a 422 Invalid with a free-form message, for requests that
-// are well formed but cannot be carried out (a failed JSON patch test, a
-// watch-list parameter combination).
-func unprocessable(gk schema.GroupKind, name, message string) error {
+// invalidListOptions is kube-apiserver's 422 for list or watch parameters
+// that do not go together: an Invalid ListOptions with a cause per field.
+func invalidListOptions(errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+}
+
+// patchFailed is the 422 of a patch that does not apply to the object (a
+// JSON patch's test that fails, a path that is not there). kube-apiserver
+// answers it with neither kind nor name nor cause, which kubectl prints as
+// `The  "" is invalid`; this one names the object and carries the failure as
+// a cause on the field the operation aimed at (field: "" for a merge
+// patch), so the user learns which object and which operation.
+func patchFailed(gk schema.GroupKind, name, field, message string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusUnprocessableEntity,
 		Reason:  metav1.StatusReasonInvalid,
-		Message: message,
-		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name},
+		Message: fmt.Sprintf("%s %q is invalid: %s", gk.Kind, name, message),
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name,
+			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: field, Message: message}}},
 	}}
 }

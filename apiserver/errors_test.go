@@ -104,7 +104,7 @@ func TestBadInput(t *testing.T) {
 			statusAnswer{400, metav1.StatusReasonBadRequest}, "not a JSON object"},
 		{"failed JSON patch test", http.MethodPatch, pods + "/existing", IdentityWorkload, "application/json-patch+json",
 			`[{"op":"test","path":"/metadata/name","value":"other"}]`,
-			statusAnswer{422, metav1.StatusReasonInvalid}, "applying the application/json-patch+json"},
+			statusAnswer{422, metav1.StatusReasonInvalid}, `Pod "existing" is invalid: operation 0 of the JSON patch (test /metadata/name) failed`},
 		{"patch sets nodeName", http.MethodPatch, pods + "/existing", IdentityWorkload, "application/merge-patch+json",
 			`{"spec":{"nodeName":"node-1"}}`, statusAnswer{422, metav1.StatusReasonInvalid}, "spec.nodeName"},
 		{"patch with a stale resourceVersion", http.MethodPatch, pods + "/existing", IdentityWorkload, "application/merge-patch+json",
@@ -134,6 +134,72 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("pods changed (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestInvalidDetails: a 422 names the object, its kind and each cause, so
+// that kubectl says which object and which field (`The Pod "existing" is
+// invalid: metadata.labels.a: …`) rather than `The Pod "" is invalid`.
+func TestInvalidDetails(t *testing.T) {
+	e := newTestEnv(t)
+	e.seedPod(makePod("existing").obj())
+	const pods = "/api/v1/namespaces/default/pods"
+	for _, tc := range []struct {
+		name, path, contentType, body string
+		kind, object                  string
+		causes                        []metav1.StatusCause
+	}{
+		{"the second operation's test fails", pods + "/existing", "application/json-patch+json",
+			`[{"op":"add","path":"/metadata/labels","value":{"a":"1"}},{"op":"test","path":"/metadata/labels/a","value":"2"}]`,
+			"Pod", "existing", []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "metadata.labels.a"}}},
+		{"a removal of what is not there", pods + "/existing", "application/json-patch+json",
+			`[{"op":"remove","path":"/spec/containers/3/image"}]`,
+			"Pod", "existing", []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.containers[3].image"}}},
+		{"watch options that do not go together", pods + "?watch=true&sendInitialEvents=true&resourceVersionMatch=Exact", "", "",
+			"ListOptions", "", []metav1.StatusCause{
+				{Type: metav1.CauseTypeForbidden, Field: "resourceVersionMatch"},
+				{Type: metav1.CauseTypeForbidden, Field: "allowWatchBookmarks"},
+				{Type: metav1.CauseTypeFieldValueNotSupported, Field: "resourceVersionMatch"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method := http.MethodPatch
+			var body []byte
+			if tc.body == "" {
+				method = http.MethodGet
+			} else {
+				body = []byte(tc.body)
+			}
+			st, got := readStatus(t, e.rawRequest(method, tc.path, IdentityWorkload, tc.contentType, body))
+			if got != (statusAnswer{422, metav1.StatusReasonInvalid}) || st.Details == nil {
+				t.Fatalf("answer %+v, details %+v: %s", got, st.Details, st.Message)
+			}
+			if st.Details.Kind != tc.kind || st.Details.Name != tc.object {
+				t.Errorf("details name %s %q, want %s %q", st.Details.Kind, st.Details.Name, tc.kind, tc.object)
+			}
+			var causes []metav1.StatusCause
+			for _, c := range st.Details.Causes {
+				if c.Message == "" {
+					t.Errorf("cause %+v says nothing", c)
+				}
+				causes = append(causes, metav1.StatusCause{Type: c.Type, Field: c.Field})
+			}
+			if diff := cmp.Diff(tc.causes, causes); diff != "" {
+				t.Errorf("causes (-want +got):\n%s\nmessage %s", diff, st.Message)
+			}
+		})
+	}
+}
+
+func TestFieldOfPointer(t *testing.T) {
+	for pointer, want := range map[string]string{
+		"/metadata/name": "metadata.name", "/spec/containers/0/image": "spec.containers[0].image",
+		"/metadata/labels/a~1b": "metadata.labels.a/b", "/metadata/annotations/x~0y": "metadata.annotations.x~y",
+		"/spec/tolerations/-": "spec.tolerations[-]", "": "",
+	} {
+		if got := fieldOfPointer(pointer); got != want {
+			t.Errorf("fieldOfPointer(%q) = %q, want %q", pointer, got, want)
+		}
 	}
 }
 

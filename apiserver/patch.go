@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -117,23 +118,74 @@ func patchObject(mt string, cur runtime.Object, patch []byte, into runtime.Objec
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
+	gvk := cur.GetObjectKind().GroupVersionKind()
+	var name string
+	if m, err := metaOf(cur); err == nil {
+		name = m.GetName()
+	}
 	var patched []byte
 	switch mt {
 	case mediaMergePatch:
 		patched, err = jsonpatch.MergePatch(original, patch)
 	case mediaJSONPatch:
 		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			patched, err = p.Apply(original)
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			break
+		}
+		// One operation at a time, as Apply does, to say which failed.
+		patched = original
+		for i, op := range p {
+			next, opErr := jsonpatch.Patch{op}.Apply(patched)
+			if opErr != nil {
+				path, _ := op.Path()
+				return nil, nil, patchFailed(gvk.GroupKind(), name, fieldOfPointer(path),
+					fmt.Sprintf("operation %d of the JSON patch (%s %s) failed: %v", i, op.Kind(), path, opErr))
+			}
+			patched = next
 		}
 	case mediaStrategicPatch:
 		patched, err = strategicpatch.StrategicMergePatch(original, patch, into)
 	default:
 		return nil, nil, unsupportedMediaType(mt)
 	}
-	gvk := cur.GetObjectKind().GroupVersionKind()
 	if err != nil {
-		return nil, nil, unprocessable(gvk.GroupKind(), "", fmt.Sprintf("applying the %s: %v", mt, err))
+		return nil, nil, patchFailed(gvk.GroupKind(), name, "", fmt.Sprintf("applying the %s: %v", mt, err))
 	}
 	return decodeObject(patched, gvk, validation)
+}
+
+// fieldOfPointer writes a JSON pointer (/spec/containers/0/image) as the
+// field path of a Status cause (spec.containers[0].image).
+func fieldOfPointer(pointer string) string {
+	var b strings.Builder
+	for i, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch {
+		case tok == "" && i == 0:
+		case isIndex(tok):
+			b.WriteString("[" + tok + "]")
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(tok)
+		}
+	}
+	return b.String()
+}
+
+// isIndex reports whether tok is a list index (or "-", the end of a list).
+func isIndex(tok string) bool {
+	if tok == "-" {
+		return true
+	}
+	if tok == "" {
+		return false
+	}
+	for _, r := range tok {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

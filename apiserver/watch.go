@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podsafe/podsafe/raftstore"
@@ -58,24 +59,38 @@ func (s *Server) parseWatchParams(r *http.Request, ri *requestInfo) (*watchParam
 			p.timeout = time.Duration(n) * time.Second
 		}
 	}
-	match := q.Get("resourceVersionMatch")
-	gk := ri.res.gvk.GroupKind()
-	if v := q.Get("sendInitialEvents"); v != "" {
+	// The combinations of the watch-list parameters, checked as
+	// kube-apiserver's ListOptions validation does: every broken rule is a
+	// cause of one 422.
+	match := metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
+	var errs field.ErrorList
+	matchPath := field.NewPath("resourceVersionMatch")
+	v, sendGiven := q.Get("sendInitialEvents"), q.Has("sendInitialEvents")
+	if sendGiven {
 		send, err := strconv.ParseBool(v)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid sendInitialEvents %q: it is true or false", v))
 		}
-		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
-			return nil, unprocessable(gk, "", "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan")
+		if match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.Forbidden(matchPath, fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
 		}
 		if send && !p.bookmarks {
-			return nil, unprocessable(gk, "", "sendInitialEvents requires setting allowWatchBookmarks to true")
+			errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "sendInitialEvents requires setting allowWatchBookmarks to true"))
 		}
 		p.initial, p.watchList = send, send
-	} else {
-		if match != "" {
-			return nil, unprocessable(gk, "", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+	}
+	if match != "" {
+		if !sendGiven {
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
 		}
+		if match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(matchPath, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, invalidListOptions(errs)
+	}
+	if !sendGiven {
 		// A watch from no resourceVersion (or "0") starts with the
 		// current state, as in kube-apiserver.
 		p.initial = p.rv == 0
