@@ -13,20 +13,13 @@ import (
 // each part its interval (the scenario's where it gives none), and every
 // mistake is one line naming the field.
 func TestScenarioCompose(t *testing.T) {
-	s, err := ParseScenario([]byte(`workload: register
+	s := validScenario(t, `workload: register
 nemesisInterval: 3s
 nemesisCompose:
   - faults: [partition]
     interval: 2s
   - faults: [slow-member, kill-member]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if s.Name != "register-compose-partition-slow-member+kill-member" {
 		t.Errorf("name %q", s.Name)
 	}
@@ -77,15 +70,7 @@ func TestScenarioFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := ParseScenario(b)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		s.Defaults()
-		if err := s.Validate(); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
+		validScenario(t, string(b))
 	}
 }
 
@@ -95,14 +80,7 @@ func TestComposedScenarioFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseScenario(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	s := validScenario(t, string(b))
 	if len(s.NemesisCompose) < 3 || len(s.Nemesis) != 0 {
 		t.Errorf("scenario %s composes %d parts, nemesis %v", s.Name, len(s.NemesisCompose), s.Nemesis)
 	}

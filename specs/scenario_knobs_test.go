@@ -15,18 +15,11 @@ import (
 // They survive a round trip through scenario.json, so a rerun runs the same
 // workload.
 func TestScenarioKnobsTuneTheWorkload(t *testing.T) {
-	s, err := ParseScenario([]byte(`workload: pets+spread
+	s := validScenario(t, `workload: pets+spread
 knobs:
   spread: {sets: 5, interval: 2s, setWeights: [0, 1, 1, 1, 1]}
   pets: {regrace: 40}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
+`)
 	check := func(s Scenario) {
 		t.Helper()
 		w, err := s.TunedWorkload()
@@ -80,20 +73,24 @@ func TestScenarioKnobsRefused(t *testing.T) {
 // The register's keys may be given as its knob alone; the scenario then
 // says the same, so scenario.json and the run agree.
 func TestScenarioRegisterKeysKnob(t *testing.T) {
-	s, err := ParseScenario([]byte("workload: register\nknobs: {register: {keys: 7}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Defaults()
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	s := validScenario(t, "workload: register\nknobs: {register: {keys: 7}}\n")
 	if s.Keys != 7 {
 		t.Errorf("keys %d, want the knob's 7", s.Keys)
 	}
-	same, _ := ParseScenario([]byte("workload: register\nkeys: 7\nknobs: {register: {keys: 7}}\n"))
-	same.Defaults()
-	if err := same.Validate(); err != nil {
-		t.Errorf("the same keys given twice: %v", err)
+	validScenario(t, "workload: register\nkeys: 7\nknobs: {register: {keys: 7}}\n") // the same keys twice
+}
+
+// validScenario reads doc as a scenario file, with its defaults, and fails
+// the test unless it is valid.
+func validScenario(t *testing.T, doc string) Scenario {
+	t.Helper()
+	s, err := ParseScenario([]byte(doc))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, doc)
 	}
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	return s
 }

@@ -2,8 +2,10 @@ package workload
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -133,11 +135,7 @@ func Tune(w Workload, knobs Knobs) error {
 			parts[p.Name()] = p
 		}
 	}
-	names := make([]string, 0, len(knobs))
-	for name := range knobs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(knobs))
 	for _, name := range names {
 		p, ok := parts[name]
 		if !ok {
@@ -164,12 +162,7 @@ func tuneOne(w Workload, values map[string]any) error {
 		byName[k.Name] = k
 		all = append(all, k.Name)
 	}
-	names := make([]string, 0, len(values))
-	for name := range values {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		k, ok := byName[name]
 		if !ok {
 			if len(all) == 0 {

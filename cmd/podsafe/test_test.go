@@ -71,16 +71,8 @@ func TestScenarioFileGeneratedNodes(t *testing.T) {
 // YAML; a malformed one is one error naming it.
 func TestKnobFlags(t *testing.T) {
 	path := writeScenario(t, t.TempDir(), "tuned", "workload: spread\nknobs: {spread: {sets: 5, pods: 2}}\n")
-	cmd, f := newTestCommand()
-	if err := cmd.Flags().Parse([]string{"--scenario", path, "--knob", "spread.sets=4", "--knob", "spread.interval=3s", "--knob", "spread.setWeights=[0,1,1,1,1]"}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenarioFromFlags(cmd, f)
+	s, err := fromFlags(t, "--scenario", path, "--knob", "spread.sets=4", "--knob", "spread.interval=3s", "--knob", "spread.setWeights=[0,1,1,1,1]")
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Defaults()
-	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	w, err := s.TunedWorkload()
