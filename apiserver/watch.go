@@ -112,6 +112,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		writeError(w, err)
 		return
 	}
+	table, err := tableRequested(r, s.clock.Now)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -151,7 +156,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return
 	}
 
-	ww := &watchWriter{w: w, rc: http.NewResponseController(w), res: ri.res}
+	ww := &watchWriter{w: w, rc: http.NewResponseController(w), res: ri.res, table: table}
 	w.Header().Set("Content-Type", mediaJSON)
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -380,11 +385,17 @@ type watchWriter struct {
 	rc  *http.ResponseController
 	res *resourceInfo
 	buf bytes.Buffer
+	// table renders each event's object as a Table when the client asked
+	// for them (kubectl get -w); nil sends the objects.
+	table *tableRequest
 }
 
 // send writes one event whose object is a stored encoding.
 func (ww *watchWriter) send(typ watch.EventType, data []byte) error {
 	data, err := ww.res.wireEncoding(data)
+	if err == nil && ww.table != nil {
+		data, err = ww.table.watchObject(ww.res, data)
+	}
 	if err != nil {
 		return err
 	}
