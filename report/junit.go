@@ -122,6 +122,10 @@ func RunJUnit(r *Results) JUnitSuite {
 		s.Properties = append(s.Properties, JUnitProperty{Name: "snapshot_installs", Value: fmt.Sprint(r.Snapshots.Installed)},
 			JUnitProperty{Name: "snapshots_taken", Value: fmt.Sprint(r.Snapshots.Taken)})
 	}
+	if l := r.Load; l != nil {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "machine_load", Value: l.String()},
+			JUnitProperty{Name: "machine_starved", Value: fmt.Sprint(l.Starved())})
+	}
 	if r.Incomplete {
 		s.Properties = append(s.Properties, JUnitProperty{Name: "incomplete", Value: "true"})
 	}

@@ -52,6 +52,9 @@ type Results struct {
 	// Snapshots counts the raft snapshots the members took and installed
 	// (CountSnapshots); nil when the history does not record them.
 	Snapshots *SnapshotCounts `json:"snapshots,omitempty"`
+	// Load is what the machine was doing during the run (nil in results
+	// written before runs recorded it).
+	Load *Load `json:"load,omitempty"`
 }
 
 // IncompleteLabel is how reports name a run whose history has no closing

@@ -2,6 +2,7 @@ package specs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,7 +41,16 @@ var _ = Describe("register workload", Label("STORE", "chaos"), func() {
 			Seed:            1,
 		})
 		Expect(out.Results.Verdict).To(Equal(checker.Ok), "results: %+v", out.Results.Checks)
-		Expect(out.Results.Ops.OK).To(BeNumerically(">", 200), "the workload must make progress")
+		// Progress relative to what the run could do: a tenth of the
+		// operations it invoked completed. A machine so loaded that the
+		// run invoked almost nothing says so and judges nothing here.
+		ops := out.Results.Ops
+		invoked := ops.OK + ops.Fail + ops.Unknown
+		if invoked < 50 && out.Results.Load.Starved() {
+			Skip(fmt.Sprintf("the machine starved the run: %d operations invoked (%s)", invoked, out.Results.Load))
+		}
+		Expect(invoked).To(BeNumerically(">=", 50), "the workload must make progress (%s)", out.Results.Load)
+		Expect(ops.OK*10).To(BeNumerically(">=", invoked), "the workload must make progress: %+v (%s)", ops, out.Results.Load)
 
 		h, err := history.Load(filepath.Join(out.Dir, "history.jsonl"))
 		Expect(err).NotTo(HaveOccurred())

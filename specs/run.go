@@ -134,7 +134,12 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
 	res := report.Results{Scenario: s.Name, Target: s.Target, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
+	loadStart := sampleLoad()
+	logLoad(rec, "at the start", loadStart)
 	runErr := execute(ctx, s, opts, rec, log, &res)
+	loadEnd := sampleLoad()
+	logLoad(rec, "at the end", loadEnd)
+	res.Load = loadBetween(loadStart, loadEnd)
 	end := history.End{Interrupted: res.Interrupted}
 	if runErr != nil {
 		end.Error = runErr.Error()
