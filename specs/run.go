@@ -134,6 +134,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
 	res := report.Results{Scenario: s.Name, Target: s.Target, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
+	logPolicies(rec, s.Policies)
 	loadStart := sampleLoad()
 	logLoad(rec, "at the start", loadStart)
 	runErr := execute(ctx, s, opts, rec, log, &res)
@@ -352,6 +353,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 		// created what.
 		WrapTransport: rec.WrapTransport,
 	}
+	s.Policies.applyEmbedded(&cfg)
 	if s.Durable {
 		cfg.DataDir = filepath.Join(dir, "data")
 	}

@@ -84,10 +84,14 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 		if err != nil {
 			return nil, err
 		}
+		timings := s.Kube.Timings
+		if n := s.Policies.TerminatedPodThreshold; n != 0 {
+			timings.TerminatedPodGCThreshold = n
+		}
 		c, err = kube.New(kube.Config{
 			Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: s.Topology.Members, APIServers: s.Kube.APIServers,
-			Network: s.Kube.Network, Timings: s.Kube.Timings, Logger: log.With("component", "kube"),
-			WatchFronts: s.Kube.WatchFronts, ExtraArgs: s.Kube.ExtraArgs,
+			Network: s.Kube.Network, Timings: timings, Logger: log.With("component", "kube"),
+			WatchFronts: s.Kube.WatchFronts, ExtraArgs: s.Kube.ExtraArgs, DisablePreemption: s.Policies.DisablePreemption,
 		})
 		if err != nil {
 			return nil, err

@@ -123,6 +123,10 @@ type Scenario struct {
 	// compaction and timing; the fields given stand. A run's scenario.json
 	// holds them all, so a rerun from it runs the same.
 	Raft cluster.RaftParams `json:"raft,omitzero"`
+	// Policies switch on the control plane's optional behaviours (the
+	// lost-node Failed policy, pod GC's threshold, preemption off, kubelet
+	// eviction thresholds); see Policies.
+	Policies Policies `json:"policies,omitzero"`
 	// Steps, when set, make the run scripted: they run in order instead of
 	// the workload's random operations and the nemesis's random faults
 	// (the kube target only). The workload still names what the history
@@ -380,6 +384,9 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	if err := s.validCompose(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if err := s.Policies.validate(s.Target); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	if err := validCheckers(s.Checkers); err != nil {

@@ -53,6 +53,7 @@ type testFlags struct {
 	fenceAgents     []string
 	bypassAuthority bool
 	raft            map[string]string
+	policies        map[string]string
 	target          string
 	kubeconfig      string
 	kube            kubeFlags
@@ -104,6 +105,7 @@ func newTestCommand() (*cobra.Command, *testFlags) {
 	fl.StringSliceVar(&f.fenceAgents, "fence-agents", nil, "fence agents in order: storage, power, network (default storage,power; implies --fencing)")
 	fl.BoolVar(&f.bypassAuthority, "bypass-authority", false, "API servers log their authority refusals (who may force delete) and let the requests through; for planted controller bugs")
 	fl.StringToStringVar(&f.raft, "raft", nil, "fix raft parameters of the embedded control plane, name=value, comma separated (heartbeatTimeout=700ms,snapshotThreshold=64; names as in a scenario's raft); those not given are drawn from the seed")
+	fl.StringToStringVar(&f.policies, "policy", nil, "switch on control-plane policies, name=value, comma separated (failPodsOnLostNode=true,terminatedPodThreshold=3,disablePreemption=true,evictionHard=512Mi; names as in a scenario's policies), over a --scenario file's")
 	fl.StringVar(&f.target, "target", specs.TargetEmbedded, "system under test: embedded (podsafe's own control plane, in process), kube (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager processes; --members is etcd members; make kube-binaries first) or kubeconfig (an existing cluster: --kubeconfig)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on an existing cluster: podsafe registers its nodes there (tainted, so only its workloads land on them), runs its workloads and faults only what it owns (its nodes' kill, pause, power and links); implies --target kubeconfig")
 	f.kube.add(cmd)
@@ -239,6 +241,11 @@ func scenarioFromFlags(cmd *cobra.Command, f *testFlags) (specs.Scenario, error)
 			return s, fmt.Errorf("--raft: %w", err)
 		}
 		s.Raft = s.Raft.With(p)
+	}
+	if cmd.Flags().Changed("policy") {
+		if err := specs.SetPolicies(&s.Policies, f.policies); err != nil {
+			return s, err
+		}
 	}
 	if set("target") {
 		s.Target = f.target
@@ -465,6 +472,14 @@ func rerunCommand(s specs.Scenario, store string) string {
 		args = append(args, "--bypass-authority")
 	}
 	args = append(args, knobArgs(s.Knobs)...)
+	if p := s.Policies.Attrs(); p != nil {
+		var kv []string
+		for k, v := range p {
+			kv = append(kv, k+"="+v)
+		}
+		sort.Strings(kv)
+		args = append(args, "--policy", strings.Join(kv, ","))
+	}
 	if attrs := s.Raft.Attrs(); attrs != nil {
 		// The parameters fixed; the seed draws the others again.
 		var kv []string

@@ -108,3 +108,28 @@ func TestKnobFlags(t *testing.T) {
 		}
 	}
 }
+
+// --policy switches on control-plane policies; the rerun gives them back.
+func TestPolicyFlag(t *testing.T) {
+	s, err := fromFlags(t, "--workload", "pets", "--policy", "failPodsOnLostNode=true,terminatedPodThreshold=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Policies.FailPodsOnLostNode || s.Policies.TerminatedPodThreshold != 3 {
+		t.Fatalf("policies %+v", s.Policies)
+	}
+	rerun := rerunCommand(s, "store")
+	if !strings.Contains(rerun, " --policy failPodsOnLostNode=true,terminatedPodThreshold=3") {
+		t.Errorf("rerun %q", rerun)
+	}
+	again, err := fromFlags(t, strings.Fields(rerun)[2:]...)
+	if err != nil || again.Policies != s.Policies {
+		t.Errorf("rerun's policies %+v (%v), want %+v", again.Policies, err, s.Policies)
+	}
+	if _, err := fromFlags(t, "--workload", "pets", "--policy", "failPodsOnLostNod=true"); err == nil || !strings.Contains(err.Error(), "--policy failPodsOnLostNod") {
+		t.Errorf("an unknown policy: %v", err)
+	}
+	if _, err := fromFlags(t, "--workload", "pets", "--target", "kube", "--policy", "failPodsOnLostNode=true"); err == nil || !strings.Contains(err.Error(), "embedded target's") {
+		t.Errorf("an embedded policy on kube: %v", err)
+	}
+}
