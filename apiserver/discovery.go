@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,7 +90,8 @@ func (s *Server) serveGroup(w http.ResponseWriter, group string) {
 func (s *Server) serveResourceList(w http.ResponseWriter, group, ver string) {
 	gv := metav1.GroupVersion{Group: group, Version: ver}
 	infos := s.reg.byGV[schema.GroupVersion{Group: group, Version: ver}]
-	if len(infos) == 0 {
+	reviews := s.reg.reviews[schema.GroupVersion{Group: group, Version: ver}]
+	if len(infos) == 0 && len(reviews) == 0 {
 		writeError(w, notFoundPath("/apis/"+gv.String()))
 		return
 	}
@@ -104,19 +106,36 @@ func (s *Server) serveResourceList(w http.ResponseWriter, group, ver string) {
 			Kind: res.kind, Verbs: res.verbs, ShortNames: res.shortNames,
 		})
 		for _, sub := range res.subresources {
-			ar := metav1.APIResource{Name: res.resource + "/" + sub, Namespaced: res.namespaced, Kind: res.kind}
+			ar := metav1.APIResource{Name: res.resource + "/" + sub, Namespaced: res.namespaced, Kind: res.kind, Verbs: subresourceVerbs(sub)}
 			switch sub {
-			case subStatus:
-				ar.Verbs = []string{VerbGet, VerbPatch, VerbUpdate}
 			case subBinding:
-				ar.Kind, ar.Verbs = "Binding", []string{VerbCreate}
+				ar.Kind = "Binding"
 			case subEviction:
-				ar.Group, ar.Version, ar.Kind, ar.Verbs = "policy", "v1", "Eviction", []string{VerbCreate}
+				ar.Group, ar.Version, ar.Kind = "policy", "v1", "Eviction"
 			case subScale:
-				ar.Group, ar.Version, ar.Kind, ar.Verbs = "autoscaling", "v1", "Scale", []string{VerbGet, VerbPatch, VerbUpdate}
+				ar.Group, ar.Version, ar.Kind = "autoscaling", "v1", "Scale"
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}
 	}
+	// The reviews as kube-apiserver lists them: cluster-scoped, create only,
+	// no short names.
+	for _, rev := range reviews {
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name: rev.resource, SingularName: strings.ToLower(rev.kind), Kind: rev.kind, Verbs: []string{VerbCreate},
+		})
+	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// subresourceVerbs are the verbs a subresource serves (requestVerb maps
+// methods onto them).
+func subresourceVerbs(sub string) []string {
+	switch sub {
+	case subStatus, subScale:
+		return []string{VerbGet, VerbPatch, VerbUpdate}
+	case subBinding, subEviction:
+		return []string{VerbCreate}
+	}
+	return nil
 }

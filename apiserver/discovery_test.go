@@ -35,7 +35,7 @@ func TestDiscovery(t *testing.T) {
 		gotGroups = append(gotGroups, g.Name)
 	}
 	sort.Strings(gotGroups)
-	wantGroups := []string{"", "apps", "coordination.k8s.io", "events.k8s.io", "policy", "scheduling.k8s.io", "storage.k8s.io"}
+	wantGroups := []string{"", "apps", "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "events.k8s.io", "policy", "scheduling.k8s.io", "storage.k8s.io"}
 	if diff := cmp.Diff(wantGroups, gotGroups); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
 	}

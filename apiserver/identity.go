@@ -92,6 +92,46 @@ func KnownIdentity(identity string) bool {
 	return ok
 }
 
+// NodeUserPrefix starts the user name kube-apiserver gives a node's kubelet
+// ("system:node:NODE"). podsafe names that identity KubeletIdentity(NODE);
+// impersonation accepts either spelling (IdentityForUser).
+const NodeUserPrefix = "system:node:"
+
+// The groups podsafe's identities belong to, as kube-apiserver names them.
+// Authority in podsafe depends on the identity alone (authority.go), so the
+// groups are fixed by it: they are reported (SelfSubjectReview) and checked
+// when impersonated, never consulted by a rule.
+const (
+	GroupAuthenticated = "system:authenticated"
+	GroupMasters       = "system:masters"
+	GroupNodes         = "system:nodes"
+)
+
+// IdentityGroups returns the groups of identity: system:masters for admin
+// (which may do everything, as that group may upstream), system:nodes for a
+// kubelet, and system:authenticated for every identity, last, as
+// kube-apiserver appends it. It is pure.
+func IdentityGroups(identity string) []string {
+	switch {
+	case identity == IdentityAdmin:
+		return []string{GroupMasters, GroupAuthenticated}
+	case isKubelet(identity):
+		return []string{GroupNodes, GroupAuthenticated}
+	}
+	return []string{GroupAuthenticated}
+}
+
+// IdentityForUser maps a user name as kubectl users type it (--as) to the
+// podsafe identity it names: "system:node:NODE" is KubeletIdentity(NODE),
+// every other name is taken as an identity name. It does not check that
+// the identity exists. It is pure.
+func IdentityForUser(user string) string {
+	if node, ok := strings.CutPrefix(user, NodeUserPrefix); ok && node != "" {
+		return KubeletIdentity(node)
+	}
+	return user
+}
+
 // identityKey is the context key of the authenticated identity.
 type identityKey struct{}
 

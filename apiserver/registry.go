@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,12 +137,16 @@ func (r *resourceInfo) supportedFields() []string {
 	return append(out, r.fieldNames...)
 }
 
-// registry indexes the resource table for routing and discovery.
+// registry indexes the resource table and the review table for routing
+// and discovery.
 type registry struct {
 	byGVR    map[schema.GroupVersionResource]*resourceInfo
 	byGV     map[schema.GroupVersion][]*resourceInfo
 	groups   []string // API groups other than core, sorted
 	versions map[string][]string
+	// reviews are the create-only reviews (review.go), by group version
+	// in table order; they are neither stored nor in byGV.
+	reviews map[schema.GroupVersion][]*reviewSpec
 }
 
 // newRegistry resolves the table against the scheme.
@@ -181,6 +186,73 @@ func newRegistry(table []resourceSpec) (*registry, error) {
 	}
 	sort.Strings(reg.groups)
 	return reg, nil
+}
+
+// addReviews adds the reviews of table to the registry, their groups and
+// versions to discovery's.
+func (reg *registry) addReviews(table []reviewSpec) error {
+	reg.reviews = map[schema.GroupVersion][]*reviewSpec{}
+	for i := range table {
+		spec := &table[i]
+		gv := schema.GroupVersion{Group: spec.group, Version: spec.version}
+		if !apiScheme.Recognizes(gv.WithKind(spec.kind)) {
+			return fmt.Errorf("registry: %s is not a registered kind", gv.WithKind(spec.kind))
+		}
+		if _, dup := reg.byGVR[gv.WithResource(spec.resource)]; dup || reg.review(spec.group, spec.version, spec.resource) != nil {
+			return fmt.Errorf("registry: %s listed twice", gv.WithResource(spec.resource))
+		}
+		if len(reg.byGV[gv]) == 0 && len(reg.reviews[gv]) == 0 {
+			reg.versions[spec.group] = append(reg.versions[spec.group], spec.version)
+			if spec.group != "" && !slices.Contains(reg.groups, spec.group) {
+				reg.groups = append(reg.groups, spec.group)
+			}
+		}
+		reg.reviews[gv] = append(reg.reviews[gv], spec)
+	}
+	sort.Strings(reg.groups)
+	return nil
+}
+
+// review returns the review served at group/version/resource, or nil.
+func (reg *registry) review(group, version, resource string) *reviewSpec {
+	for _, r := range reg.reviews[schema.GroupVersion{Group: group, Version: version}] {
+		if r.resource == resource {
+			return r
+		}
+	}
+	return nil
+}
+
+// reviewGR returns the review gr at any version, or nil.
+func (reg *registry) reviewGR(gr schema.GroupResource) *reviewSpec {
+	for _, v := range reg.versions[gr.Group] {
+		if rev := reg.review(gr.Group, v, gr.Resource); rev != nil {
+			return rev
+		}
+	}
+	return nil
+}
+
+// lookupGR returns the resource gr at its first served version, for
+// questions that name no version (access reviews).
+func (reg *registry) lookupGR(gr schema.GroupResource) (*resourceInfo, bool) {
+	for _, v := range reg.versions[gr.Group] {
+		if info, ok := reg.lookup(gr.Group, v, gr.Resource); ok {
+			return info, true
+		}
+	}
+	return nil, false
+}
+
+// resources returns every served resource, in table order by group version.
+func (reg *registry) resources() []*resourceInfo {
+	var out []*resourceInfo
+	for _, g := range append([]string{""}, reg.groups...) {
+		for _, v := range reg.versions[g] {
+			out = append(out, reg.byGV[schema.GroupVersion{Group: g, Version: v}]...)
+		}
+	}
+	return out
 }
 
 // lookup returns the resource served at group/version/resource.

@@ -147,15 +147,18 @@ func (c Config) Validate() error {
 // Server serves a Store over the Kubernetes REST protocol. It is an
 // http.Handler, safe for concurrent use; Close ends its watches.
 type Server struct {
-	cfg     Config
-	tokens  map[[sha256.Size]byte]string // Config.Tokens by digest
-	store   Store
-	classes *priorityClassCache
-	reg     *registry
-	limits  *inflight
-	log     *slog.Logger
-	clock   clock.PassiveClock
-	handler http.Handler
+	cfg    Config
+	tokens map[[sha256.Size]byte]string // Config.Tokens by digest
+	// identities are the identities of Config.Tokens: who may be
+	// impersonated.
+	identities map[string]struct{}
+	store      Store
+	classes    *priorityClassCache
+	reg        *registry
+	limits     *inflight
+	log        *slog.Logger
+	clock      clock.PassiveClock
+	handler    http.Handler
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -176,8 +179,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	reg, err := newRegistry(resourceTable)
+	if err == nil {
+		err = reg.addReviews(reviewTable)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	identities := map[string]struct{}{}
+	for _, id := range cfg.Tokens {
+		identities[id] = struct{}{}
 	}
 	seed := cfg.Seed
 	if seed == 0 {
@@ -186,7 +196,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	classes := newPriorityClassCache(cfg.Store, cfg.Logger)
 	s := &Server{
-		cfg: cfg, tokens: tokenTable(cfg.Tokens), store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
+		cfg: cfg, tokens: tokenTable(cfg.Tokens), identities: identities, store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
 		reg: reg, limits: newInflight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight),
 		log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel, fp: fpctx.For(storeID(cfg.Store)),
@@ -236,14 +246,23 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierrors.NewServiceUnavailable("the API server is shut down"))
 		return
 	}
-	identity, err := s.authenticate(r)
+	actor, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec, _ := w.(*statusRecorder)
+	if rec != nil {
+		rec.identity = actor
+	}
+	identity, impersonated, err := s.impersonate(r, actor)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	r = r.WithContext(withIdentity(r.Context(), identity))
-	if rec, ok := w.(*statusRecorder); ok {
-		rec.identity = identity
+	if rec != nil && impersonated {
+		rec.identity, rec.impersonator = identity, actor
 	}
 	segs := splitPath(path)
 	switch {
@@ -261,6 +280,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.serveResourceList(w, "", segs[1])
 	case segs[0] == "apis" && len(segs) == 3:
 		s.serveResourceList(w, segs[1], segs[2])
+	case segs[0] == "apis" && len(segs) == 4 && s.reg.review(segs[1], segs[2], segs[3]) != nil:
+		s.serveReview(w, r, s.reg.review(segs[1], segs[2], segs[3]))
 	case segs[0] == "api" || segs[0] == "apis":
 		s.serveResource(w, r, segs)
 	default:
@@ -306,8 +327,10 @@ func (s *Server) requestContext(r *http.Request) (context.Context, context.Cance
 // through http.ResponseController, which watches need.
 type statusRecorder struct {
 	http.ResponseWriter
-	code     int
-	identity string
+	code int
+	// identity is who the request runs as, impersonator who sent it when
+	// that is someone else (see impersonate).
+	identity, impersonator string
 }
 
 // WriteHeader records the first status code and passes it on.
@@ -346,8 +369,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		case rec.code >= http.StatusInternalServerError:
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "uri", r.URL.RequestURI(),
-			"identity", rec.identity, "code", rec.code, "duration", time.Since(start))
+		attrs := []any{"method", r.Method, "uri", r.URL.RequestURI(), "identity", rec.identity}
+		if rec.impersonator != "" {
+			attrs = append(attrs, "impersonator", rec.impersonator)
+		}
+		s.log.Log(r.Context(), level, "request", append(attrs, "code", rec.code, "duration", time.Since(start))...)
 	})
 }
 
