@@ -3,6 +3,7 @@ package specs_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -267,8 +268,11 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 		}
 		// place puts one foo=bar pod on each named node (bound directly) and
 		// then submits mypod to the scheduler; it returns mypod's node once
-		// bound, or "" if it stays unbound for 5 s (wall; 15 s on the kube
-		// target, whose scheduler backs off up to 10 s).
+		// bound, or "" once the scheduler has tried and found no node
+		// (PodScheduled False, Unschedulable). It waits for one or the
+		// other, not for a clock: a slow machine delays the answer without
+		// changing it. The bound on the wait only stops a scheduler that
+		// never answers.
 		place := func(ctx context.Context, nodes []cluster.NodeSpec, existing []string, mypod *corev1.Pod) string {
 			pods := probeNodes(ctx, probeOpts{nodes: nodes}).cs.CoreV1().Pods("default")
 			for i, n := range existing {
@@ -279,18 +283,16 @@ var _ = Describe("conformance probes", Label("conformance"), func() {
 			}
 			_, err := pods.Create(ctx, mypod, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			bound := ""
-			wait := 5 * time.Second
-			if onKubeTarget() {
-				wait = 15 * time.Second
-			}
-			deadline := time.Now().Add(wait)
-			for time.Now().Before(deadline) && bound == "" {
+			bound, refused := "", false
+			Eventually(ctx, func(g Gomega) {
 				p, err := pods.Get(ctx, mypod.Name, metav1.GetOptions{})
-				Expect(err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred())
 				bound = p.Spec.NodeName
-				time.Sleep(50 * time.Millisecond)
-			}
+				refused = slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+					return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+				})
+				g.Expect(bound != "" || refused).To(BeTrue(), "the scheduler has neither bound mypod nor found it unschedulable")
+			}).WithTimeout(3 * time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
 			return bound
 		}
 		four := []cluster.NodeSpec{node("node1", "zoneA"), node("node2", "zoneA"), node("node3", "zoneB"), node("node4", "zoneB")}
