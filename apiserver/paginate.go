@@ -122,8 +122,8 @@ type pageRequest struct {
 }
 
 // parsePageRequest reads limit and continue. A limit that is not an
-// integer, a malformed token, and a token beside a resourceVersion are 400;
-// a negative limit means none, as in kube-apiserver.
+// integer, a malformed token, and a token beside a resourceVersion other
+// than 0 are 400; a negative limit means none, as in kube-apiserver.
 func parsePageRequest(q url.Values) (pageRequest, error) {
 	var p pageRequest
 	if s := q.Get("limit"); s != "" {
@@ -144,6 +144,11 @@ func parsePageRequest(q url.Values) (pageRequest, error) {
 			return p, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
 		p.token = &c
+	}
+	if q.Get("resourceVersion") == "0" && p.token == nil {
+		// kube-apiserver serves resourceVersion=0 from its watch cache,
+		// which ignores limit: a reflector's first list gets everything.
+		p.limit = 0
 	}
 	return p, nil
 }

@@ -198,13 +198,22 @@ func TestPageBadRequests(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want 400 BadRequest with %q", tt.query, st.Code, st.Reason, st.Message, tt.message)
 		}
 	}
-	// A negative limit is no limit, as in kube-apiserver.
-	resp := e.rawRequest(http.MethodGet, "/api/v1/namespaces/default/pods?limit=-1", IdentityAdmin, "", nil)
-	var l corev1.PodList
-	_ = json.NewDecoder(resp.Body).Decode(&l)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || len(l.Items) != 1 || l.Continue != "" {
-		t.Errorf("limit=-1: %d with %d items, continue %q; want the whole list", resp.StatusCode, len(l.Items), l.Continue)
+}
+
+// TestPageLimitIgnored: a negative limit is no limit, and a list at
+// resourceVersion 0 ignores limit, as kube-apiserver's watch cache does.
+func TestPageLimitIgnored(t *testing.T) {
+	e := newTestEnv(t)
+	e.seedPod(makePod("p1").obj())
+	e.seedPod(makePod("p2").obj())
+	for _, query := range []string{"limit=-1", "limit=1&resourceVersion=0"} {
+		resp := e.rawRequest(http.MethodGet, "/api/v1/namespaces/default/pods?"+query, IdentityAdmin, "", nil)
+		var l corev1.PodList
+		_ = json.NewDecoder(resp.Body).Decode(&l)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(l.Items) != 2 || l.Continue != "" {
+			t.Errorf("%s: %d with %d items, continue %q; want the whole list", query, resp.StatusCode, len(l.Items), l.Continue)
+		}
 	}
 }
 
