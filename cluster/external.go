@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -104,17 +105,54 @@ func pipe(a, b net.Conn) {
 	<-done
 }
 
-// WriteKubeconfig writes a kubeconfig for the admin identity that points at
-// server (for example https://127.0.0.1:6443, the address ServeExternal listens
-// on) and trusts caPEM.
-func (c *Cluster) WriteKubeconfig(path, server string, caPEM []byte) error {
+// AdminContext is the kubeconfig context WriteKubeconfig makes current: the
+// admin identity.
+const AdminContext = "podsafe"
+
+// WriteKubeconfig writes a kubeconfig that points at server (for example
+// https://127.0.0.1:6443, the address ServeExternal listens on) and trusts
+// caPEM, with mode 0600: it holds every identity's token. Its current
+// context, AdminContext, is admin's; every identity also has a user and a
+// context of its own name (admin, scheduler, pet-controller, ...,
+// kubelet:NODE), so kubectl --context pet-controller acts as the pet
+// controller and meets its authority rules. It returns the contexts'
+// names, current first.
+func (c *Cluster) WriteKubeconfig(path, server string, caPEM []byte) ([]string, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["podsafe"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: c.tokens[apiserver.IdentityAdmin]}
-	cfg.Contexts["podsafe"] = &clientcmdapi.Context{Cluster: "podsafe", AuthInfo: "admin", Namespace: "default"}
-	cfg.CurrentContext = "podsafe"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	cfg.AuthInfos[apiserver.IdentityAdmin] = &clientcmdapi.AuthInfo{Token: c.tokens[apiserver.IdentityAdmin]}
+	cfg.Contexts[AdminContext] = &clientcmdapi.Context{Cluster: "podsafe", AuthInfo: apiserver.IdentityAdmin, Namespace: "default"}
+	cfg.CurrentContext = AdminContext
+	contexts := []string{AdminContext}
+	for _, id := range c.identities() {
+		cfg.AuthInfos[id] = &clientcmdapi.AuthInfo{Token: c.tokens[id]}
+		cfg.Contexts[id] = &clientcmdapi.Context{Cluster: "podsafe", AuthInfo: id, Namespace: "default"}
+		contexts = append(contexts, id)
 	}
-	return os.Chmod(path, 0o600)
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return nil, fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	// WriteToFile keeps the mode of a file that was there.
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return contexts, nil
+}
+
+// identities lists the identities with a token: the components in
+// Identities order, then the other identities (the kubelets) sorted.
+func (c *Cluster) identities() []string {
+	var out, rest []string
+	for _, id := range Identities {
+		if _, ok := c.tokens[id]; ok {
+			out = append(out, id)
+		}
+	}
+	for id := range c.tokens {
+		if !slices.Contains(Identities, id) {
+			rest = append(rest, id)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/internal/dirlock"
 	"github.com/podsafe/podsafe/raftstore"
@@ -114,7 +115,8 @@ func newClusterUpCmd() *cobra.Command {
 			server := "https://" + tcp.Addr().String()
 			abs, _ := filepath.Abs(kubeconfig)
 			caFile := strings.TrimSuffix(kubeconfig, filepath.Ext(kubeconfig)) + "-ca.crt"
-			if err := c.WriteKubeconfig(kubeconfig, server, cert.CAPEM); err != nil {
+			contexts, err := c.WriteKubeconfig(kubeconfig, server, cert.CAPEM)
+			if err != nil {
 				ln.Close()
 				return &exitError{code: exitCrashed, err: err}
 			}
@@ -126,7 +128,10 @@ func newClusterUpCmd() *cobra.Command {
 			fmt.Fprintf(out, "podsafe cluster: %d members, %d nodes\n", members, nodes)
 			fmt.Fprintf(out, "API server: %s\n", server)
 			fmt.Fprintf(out, "kubeconfig: %s (admin)\n", abs)
+			fmt.Fprintf(out, "contexts: one per identity (%s); the current one, %s, is admin\n", contextList(contexts[1:]), contexts[0])
 			fmt.Fprintf(out, "try: kubectl --kubeconfig %s get nodes\n", kubeconfig)
+			fmt.Fprintf(out, "     kubectl --kubeconfig %s --context %s delete pod NAME --force --grace-period=0   # refused: controllers only delete gracefully (PS-9)\n", kubeconfig, apiserver.IdentityPetController)
+			fmt.Fprintf(out, "     kubectl --kubeconfig %s auth can-i delete pods --as=%s\n", kubeconfig, apiserver.IdentityPetController)
 			// The admin token stays in the kubeconfig (mode 0600), out of
 			// terminals and CI logs; the command reads it from there.
 			fmt.Fprintf(out, "     curl --cacert %s -H \"Authorization: Bearer $(awk '/token:/ {print $2}' %s)\" %s/api/v1/nodes\n", caFile, kubeconfig, server)
@@ -169,4 +174,21 @@ func dataDirError(err error, dataDir string, members int) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--data-dir %s: %w", dataDir, inUse)}
 	}
 	return &exitError{code: exitCrashed, err: err}
+}
+
+// contextList names the kubeconfig's identity contexts: the components,
+// then the kubelets as one entry when there are more than three.
+func contextList(contexts []string) string {
+	var names, kubelets []string
+	for _, c := range contexts {
+		if _, ok := apiserver.KubeletNode(c); ok {
+			kubelets = append(kubelets, c)
+		} else {
+			names = append(names, c)
+		}
+	}
+	if len(kubelets) > 3 {
+		kubelets = []string{fmt.Sprintf("%sNODE for each of %d nodes", apiserver.KubeletIdentityPrefix, len(kubelets))}
+	}
+	return strings.Join(append(names, kubelets...), ", ")
 }

@@ -6,10 +6,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/cluster"
 )
 
 // waitFile waits until path exists.
@@ -109,4 +120,106 @@ func TestBadClusterUpFlags(t *testing.T) {
 		{"time-scale 0", up("--time-scale", "0"), "--time-scale must be at least 1 and finite, got 0"},
 		{"data-dir without durable", up("--data-dir", t.TempDir()), "add --durable"},
 	})
+}
+
+// TestClusterUpContexts: cluster up writes a kubeconfig (mode 0600) whose
+// current context is admin's and which has a context per identity, each
+// acting as its identity: whoami names it, and the pet controller's force
+// deletion of a running pod meets the authority rule that refuses it
+// (PS-9), which admin's context may make.
+func TestClusterUpContexts(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "podsafe.kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string, 1)
+	go func() {
+		out, code := run(ctx, "cluster", "up", "--members", "1", "--nodes", "2", "--agents=false", "--kubeconfig", kc)
+		done <- fmt.Sprintf("exit %d: %s", code, out)
+	}()
+	stopped := false
+	stop := func() string {
+		cancel()
+		if stopped {
+			return ""
+		}
+		stopped = true
+		select {
+		case out := <-done:
+			return out
+		case <-time.After(30 * time.Second):
+			t.Fatal("cluster up did not stop")
+		}
+		return ""
+	}
+	t.Cleanup(func() { stop() })
+	waitFile(t, kc, 60*time.Second)
+	waitFile(t, strings.TrimSuffix(kc, ".kubeconfig")+"-ca.crt", 10*time.Second)
+
+	if fi, err := os.Stat(kc); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	raw, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.CurrentContext != "podsafe" || raw.Contexts["podsafe"].AuthInfo != apiserver.IdentityAdmin {
+		t.Errorf("current context %q (user %v); want podsafe as admin", raw.CurrentContext, raw.Contexts[raw.CurrentContext])
+	}
+	want := append(slices.Clone(cluster.Identities), apiserver.KubeletIdentity("node-0"), apiserver.KubeletIdentity("node-1"))
+	for _, id := range want {
+		c := raw.Contexts[id]
+		if c == nil || c.AuthInfo != id || raw.AuthInfos[id] == nil || raw.AuthInfos[id].Token == "" {
+			t.Errorf("no context of its own for %s: %+v", id, c)
+		}
+	}
+	if len(raw.Contexts) != len(want)+1 {
+		t.Errorf("%d contexts, want %d", len(raw.Contexts), len(want)+1)
+	}
+
+	clientFor := func(context string) kubernetes.Interface {
+		cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	for _, id := range []string{"podsafe", apiserver.IdentityPetController, apiserver.KubeletIdentity("node-1")} {
+		rev, err := clientFor(id).AuthenticationV1().SelfSubjectReviews().Create(rctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		wantUser := id
+		if id == "podsafe" {
+			wantUser = apiserver.IdentityAdmin
+		}
+		if err != nil || rev.Status.UserInfo.Username != wantUser {
+			t.Errorf("whoami --context %s: %v, %v; want %s", id, rev, err, wantUser)
+		}
+	}
+	admin := clientFor("podsafe")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := admin.CoreV1().Pods("default").Create(rctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	err = clientFor(apiserver.IdentityPetController).CoreV1().Pods("default").Delete(rctx, "x", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PS-9") {
+		t.Errorf("force delete --context pet-controller: %v; want 403 under PS-9", err)
+	}
+	if err := admin.CoreV1().Pods("default").Delete(rctx, "x", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Errorf("force delete as admin: %v", err)
+	}
+
+	out := stop()
+	for _, line := range []string{
+		"contexts: one per identity (admin, scheduler, node-controller, podgc, pet-controller, replicaset-controller, fencing-controller, workload, attachdetach-controller, disruption-controller, kubelet:node-0, kubelet:node-1); the current one, podsafe, is admin",
+		"--context pet-controller delete pod NAME --force --grace-period=0",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("cluster up does not say %q:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, raw.AuthInfos[apiserver.IdentityPetController].Token) {
+		t.Errorf("cluster up printed a token:\n%s", out)
+	}
 }
