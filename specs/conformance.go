@@ -8,6 +8,11 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/workload"
 )
 
 // ConformanceRuns are the scenarios the conformance suite runs, each once
@@ -36,8 +41,10 @@ var ConformanceRuns = map[string]Scenario{
 	// Priority classes, budgets and preemption: long enough for several
 	// preemptions whatever the schedule (12 s sometimes had none).
 	"priority": {Workload: "priority", Nemesis: []string{"none"}, Duration: Duration(25 * time.Second), Seed: 16},
-	// Topology spread, with the scheduler killed now and then.
-	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"},
+	// Topology spread, with the scheduler killed now and then, and the
+	// hard cases: minDomains beyond the zones, matchLabelKeys, node
+	// affinity and taint policies, on a topology with a tainted node.
+	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"}, Topology: spreadTopology(), Knobs: spreadHardCases,
 		NemesisInterval: Duration(3 * time.Second), Duration: Duration(10 * time.Second), Seed: 17},
 }
 
@@ -76,8 +83,9 @@ var ConformanceKube = map[string]Scenario{
 	// Priority classes, budgets and preemption by kube-scheduler, without
 	// faults: 120 s is ~60 operations, several preemptions.
 	"priority": {Workload: "priority", Nemesis: []string{"none"}, Duration: Duration(120 * time.Second), Seed: 16},
-	// Topology spread, with kube-scheduler killed now and then.
-	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"},
+	// Topology spread, with kube-scheduler killed now and then, and the
+	// embedded run's hard cases.
+	"spread": {Workload: "spread", Nemesis: []string{"kill-scheduler"}, Topology: spreadTopology(), Knobs: spreadHardCases,
 		NemesisInterval: Duration(10 * time.Second), Duration: Duration(90 * time.Second), Seed: 17},
 	// Pets with podsafe's fencing controller (an ordinary client of the real
 	// API servers) and its power agent under node partitions (PS-14). The
@@ -89,6 +97,21 @@ var ConformanceKube = map[string]Scenario{
 	// deletion lets the StatefulSet controller replace them.
 	"fencing": {Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true, FenceAgents: []string{"power"},
 		NemesisInterval: Duration(30 * time.Second), Duration: Duration(120 * time.Second), Seed: 13},
+}
+
+// spreadHardCases are the spread workload's knobs of the conformance runs:
+// every field of the topology spread guarantees is in play (TS-1, TS-2's
+// minDomains, TS-7, TS-8).
+var spreadHardCases = workload.Knobs{"spread": {"minDomains": 3, "matchLabelKeys": true, "nodePolicies": true}}
+
+// spreadTopology is the spread runs' cluster: four nodes in two zones, the
+// last tainted NoSchedule, so that it counts for the constraints that
+// ignore taints (the default) and not for those that honour them, and only
+// pods that tolerate it land there (TS-8, TS-11).
+func spreadTopology() cluster.Topology {
+	t := cluster.DefaultTopology(3, 4, 2)
+	t.Nodes[3].Taints = []corev1.Taint{{Key: "podsafe.io/spread-test", Value: "tainted", Effect: corev1.TaintEffectNoSchedule}}
+	return t
 }
 
 // ConformanceNotOnKube names the conformance runs the kube target cannot

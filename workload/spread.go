@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +126,29 @@ type Spread struct {
 	// would push the group's own pods out of that zone beyond maxSkew.
 	Neighbors int
 
+	// The hard cases of the guarantees, off by default.
+	//
+	// MinDomains, when > 0, is the minDomains of the hard zone constraints
+	// of every other set (the even ones) and of half the bare pods: with
+	// fewer zones than that the global minimum is 0 (TS-2), so at most
+	// maxSkew matching pods fit in each zone and the rest stay Pending.
+	MinDomains int
+	// MatchLabelKeys splits the bare pods into two groups by a label
+	// (spread-group: g0 or g1) that their constraints name in
+	// matchLabelKeys, so each pod spreads among its own group only (TS-1).
+	MatchLabelKeys bool
+	// NodePolicies gives the constraints nodeAffinityPolicy and
+	// nodeTaintsPolicy, Honor or Ignore (each set its own pair in turn, each
+	// bare pod a drawn pair; TS-7, TS-8); half the bare pods keep off the
+	// first node (by name) through a required node affinity, and half
+	// tolerate every taint, so a tainted node (a scenario's topology may
+	// taint one) counts for some pods and not for others.
+	NodePolicies bool
+
+	// avoid is the node the NodePolicies affinity keeps pods off (Run sets
+	// it from the cluster's nodes).
+	avoid string
+
 	_ struct{}
 }
 
@@ -194,6 +218,8 @@ func (w *Spread) Validate() error {
 	case c.Sets < 0, c.MaxReplicas < 0, c.Pods < 0, c.Lifetime < 0, c.TerminationGrace < 0, c.MaxDeleteGrace < 0,
 		c.Interval < 0, c.OpTimeout < 0:
 		return fmt.Errorf("%w: spread: counts, durations and graces must not be negative", ErrInvalidWorkload)
+	case c.MinDomains < 0:
+		return fmt.Errorf("%w: spread: MinDomains is a count of domains, got %d", ErrInvalidWorkload, c.MinDomains)
 	case c.SetShare < 0 || c.SetShare > 100:
 		return fmt.Errorf("%w: spread: SetShare is a percentage, 0..100, got %d", ErrInvalidWorkload, c.SetShare)
 	}
@@ -252,6 +278,9 @@ func (w *Spread) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
+	if w.NodePolicies && len(env.Nodes) > 0 {
+		w.avoid = slices.Min(env.Nodes)
+	}
 	fam := &setFamily{ns: w.Namespace, prefix: "spread", replicaSet: w.replicaSet}
 	zone := firstZone(env.Zones)
 	return runProcs(ctx, env, w.Name(), w.OpTimeout,
@@ -362,7 +391,14 @@ func (w *Spread) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 	name := "spread" + strconv.Itoa(i)
 	var cs []corev1.TopologySpreadConstraint
 	for _, r := range spreadSets[i%len(spreadSets)] {
-		cs = append(cs, r.constraint(name))
+		c := r.constraint(name)
+		if i%2 == 0 {
+			w.withMinDomains(&c)
+		}
+		if w.NodePolicies {
+			c.NodeAffinityPolicy, c.NodeTaintsPolicy = nodePolicies(i)
+		}
+		cs = append(cs, c)
 	}
 	set := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
@@ -395,10 +431,27 @@ func (w *Spread) barePod(slot int, variant uint64) (*corev1.Pod, string) {
 	n := 1 + rng.IntN(2)
 	var cs []corev1.TopologySpreadConstraint
 	var desc []string
+	// The hard cases draw from a stream of their own, so that the plain
+	// constraints of a slot and variant stay what they were without them.
+	hardRng := rand.New(rand.NewPCG(variant, uint64(slot)+1<<32))
+	minDomains := hardRng.IntN(2) == 0
+	policy := hardRng.IntN(4)
 	for _, key := range keys[:n] {
 		r := spreadRule{key: key, skew: 1 + rng.Int32N(2), hard: rng.IntN(2) == 0}
-		cs = append(cs, r.constraint(bareApp))
-		desc = append(desc, r.String())
+		c := r.constraint(bareApp)
+		d := r.String()
+		if minDomains && w.withMinDomains(&c) {
+			d += fmt.Sprintf("/minDomains=%d", w.MinDomains)
+		}
+		if w.MatchLabelKeys {
+			c.MatchLabelKeys = []string{labelSpreadGroup}
+		}
+		if w.NodePolicies {
+			c.NodeAffinityPolicy, c.NodeTaintsPolicy = nodePolicies(policy)
+			d += fmt.Sprintf("/affinity=%s/taints=%s", *c.NodeAffinityPolicy, *c.NodeTaintsPolicy)
+		}
+		cs = append(cs, c)
+		desc = append(desc, d)
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bare-" + strconv.Itoa(slot), Namespace: w.Namespace,
@@ -409,6 +462,48 @@ func (w *Spread) barePod(slot int, variant uint64) (*corev1.Pod, string) {
 			Containers:                    []corev1.Container{simContainer("app")},
 		},
 	}
+	if w.MatchLabelKeys {
+		pod.Labels[labelSpreadGroup] = fmt.Sprintf("g%d", slot%2)
+		desc = append(desc, "group="+pod.Labels[labelSpreadGroup])
+	}
+	if w.NodePolicies {
+		if w.avoid != "" && hardRng.IntN(2) == 0 {
+			pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{w.avoid}}},
+				}}}}}
+			desc = append(desc, "avoid="+w.avoid)
+		}
+		if hardRng.IntN(2) == 0 {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+			desc = append(desc, "tolerates-all")
+		}
+	}
 	place(w.Placement, &pod.Spec)
 	return pod, "spread=" + strings.Join(desc, ",")
+}
+
+// labelSpreadGroup splits the bare pods into groups for matchLabelKeys.
+const labelSpreadGroup = "spread-group"
+
+// withMinDomains sets the workload's minDomains on c when it is a hard zone
+// constraint (minDomains needs DoNotSchedule) and reports whether it did.
+func (w *Spread) withMinDomains(c *corev1.TopologySpreadConstraint) bool {
+	if w.MinDomains <= 0 || c.WhenUnsatisfiable != corev1.DoNotSchedule || c.TopologyKey != corev1.LabelTopologyZone {
+		return false
+	}
+	c.MinDomains = ptr.To(int32(w.MinDomains))
+	return true
+}
+
+// nodePolicies is the i-th of the four pairs of nodeAffinityPolicy and
+// nodeTaintsPolicy.
+func nodePolicies(i int) (affinity, taints *corev1.NodeInclusionPolicy) {
+	pick := func(honor bool) *corev1.NodeInclusionPolicy {
+		if honor {
+			return ptr.To(corev1.NodeInclusionPolicyHonor)
+		}
+		return ptr.To(corev1.NodeInclusionPolicyIgnore)
+	}
+	return pick(i%2 == 0), pick(i/2%2 == 0)
 }

@@ -88,6 +88,68 @@ func TestSpreadBarePods(t *testing.T) {
 	}
 }
 
+// The hard-case knobs reach the constraints, only where they are valid
+// (minDomains on DoNotSchedule), and every combination shows up; without
+// them the pods are what they were.
+func TestSpreadHardCases(t *testing.T) {
+	plain := &Spread{}
+	plain.defaults()
+	w := &Spread{MinDomains: 3, MatchLabelKeys: true, NodePolicies: true, avoid: "node-0"}
+	w.defaults()
+	seen := map[string]int{}
+	for variant := range uint64(200) {
+		pod, value := w.barePod(1, variant)
+		checkConstraints(t, value, pod.Labels, pod.Spec.TopologySpreadConstraints)
+		before, _ := plain.barePod(1, variant)
+		for i, c := range pod.Spec.TopologySpreadConstraints {
+			b := before.Spec.TopologySpreadConstraints[i]
+			if c.TopologyKey != b.TopologyKey || c.MaxSkew != b.MaxSkew || c.WhenUnsatisfiable != b.WhenUnsatisfiable {
+				t.Fatalf("variant %d: the knobs changed the plain constraint %+v into %+v", variant, b, c)
+			}
+			if c.MinDomains != nil {
+				if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.TopologyKey != corev1.LabelTopologyZone || *c.MinDomains != 3 {
+					t.Errorf("variant %d: minDomains on %+v", variant, c)
+				}
+				seen["minDomains"]++
+			}
+			if !cmp.Equal(c.MatchLabelKeys, []string{labelSpreadGroup}) {
+				t.Errorf("variant %d: matchLabelKeys %v", variant, c.MatchLabelKeys)
+			}
+			seen["affinity="+string(*c.NodeAffinityPolicy)+"/taints="+string(*c.NodeTaintsPolicy)]++
+		}
+		if pod.Labels[labelSpreadGroup] != "g1" {
+			t.Errorf("slot 1 in group %q", pod.Labels[labelSpreadGroup])
+		}
+		if pod.Spec.Affinity != nil {
+			seen["avoids node-0"]++
+		}
+		if len(pod.Spec.Tolerations) > 0 {
+			seen["tolerates"]++
+		}
+	}
+	for _, want := range []string{"minDomains", "avoids node-0", "tolerates", "affinity=Honor/taints=Honor", "affinity=Honor/taints=Ignore",
+		"affinity=Ignore/taints=Honor", "affinity=Ignore/taints=Ignore"} {
+		if seen[want] == 0 {
+			t.Errorf("no pod with %s in 200: %v", want, seen)
+		}
+	}
+	sets := map[bool]int{}
+	for i := range 4 {
+		for _, c := range w.replicaSet(i, 1).Spec.Template.Spec.TopologySpreadConstraints {
+			sets[c.MinDomains != nil]++
+			if c.NodeAffinityPolicy == nil || c.NodeTaintsPolicy == nil {
+				t.Errorf("set %d: constraint without node policies: %+v", i, c)
+			}
+		}
+	}
+	if sets[true] == 0 || sets[false] == 0 {
+		t.Errorf("sets with and without minDomains: %v", sets)
+	}
+	if err := (&Spread{MinDomains: -1}).Validate(); err == nil {
+		t.Error("MinDomains -1 accepted")
+	}
+}
+
 func spreadSequence(seed uint64, n int) []string {
 	w := &Spread{}
 	w.defaults()
