@@ -132,9 +132,10 @@ func newClusterUpCmd() *cobra.Command {
 			fmt.Fprintf(out, "try: kubectl --kubeconfig %s get nodes\n", kubeconfig)
 			fmt.Fprintf(out, "     kubectl --kubeconfig %s --context %s delete pod NAME --force --grace-period=0   # refused: controllers only delete gracefully (PS-9)\n", kubeconfig, apiserver.IdentityPetController)
 			fmt.Fprintf(out, "     kubectl --kubeconfig %s auth can-i delete pods --as=%s\n", kubeconfig, apiserver.IdentityPetController)
-			// The admin token stays in the kubeconfig (mode 0600), out of
-			// terminals and CI logs; the command reads it from there.
-			fmt.Fprintf(out, "     curl --cacert %s -H \"Authorization: Bearer $(awk '/token:/ {print $2}' %s)\" %s/api/v1/nodes\n", caFile, kubeconfig, server)
+			// The tokens stay in the kubeconfig (mode 0600), out of
+			// terminals and CI logs; the command reads admin's from there
+			// (the first token after admin's entry in the users list).
+			fmt.Fprintf(out, "     curl --cacert %s -H \"Authorization: Bearer $(awk '/^- name: admin$/ {u=1} u && /token:/ {print $2; exit}' %s)\" %s/api/v1/nodes\n", caFile, kubeconfig, server)
 			fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 			if err := c.ServeExternal(cmd.Context(), ln); err != nil {
 				return &exitError{code: exitCrashed, err: err}

@@ -219,6 +219,18 @@ func TestClusterUpContexts(t *testing.T) {
 			t.Errorf("cluster up does not say %q:\n%s", line, out)
 		}
 	}
+	// The curl line reads admin's token, not another identity's.
+	for _, line := range strings.Split(out, "\n") {
+		cmdStart := strings.Index(line, "$(awk ")
+		if cmdStart < 0 {
+			continue
+		}
+		script := line[cmdStart+2 : strings.Index(line[cmdStart:], ")\"")+cmdStart]
+		tok, err := exec.Command("sh", "-c", script).Output()
+		if err != nil || strings.TrimSpace(string(tok)) != raw.AuthInfos[apiserver.IdentityAdmin].Token {
+			t.Errorf("the curl line's %q does not read admin's token: %v", script, err)
+		}
+	}
 	if strings.Contains(out, raw.AuthInfos[apiserver.IdentityPetController].Token) {
 		t.Errorf("cluster up printed a token:\n%s", out)
 	}
