@@ -307,7 +307,7 @@ func TestClusterUp(t *testing.T) {
 	if cfg.BearerToken == "" || strings.Contains(upOut, cfg.BearerToken) {
 		t.Errorf("cluster up printed the admin token:\n%s", upOut)
 	}
-	if want := "Authorization: Bearer $(awk '/token:/ {print $2}' " + kubeconfig + ")"; !strings.Contains(upOut, want) {
+	if want := "Authorization: Bearer $(awk '/^- name: admin$/ {u=1} u && /token:/ {print $2; exit}' " + kubeconfig + ")"; !strings.Contains(upOut, want) {
 		t.Errorf("cluster up output lacks %q:\n%s", want, upOut)
 	}
 }
