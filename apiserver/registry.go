@@ -21,6 +21,13 @@ const (
 	subBinding  = "binding"
 	subEviction = "eviction"
 	subScale    = "scale"
+	// The pod subresources of a container's output and process: log is
+	// served from Config.Logs; exec, attach and portforward answer that
+	// simulated containers run no processes.
+	subLog         = "log"
+	subExec        = "exec"
+	subAttach      = "attach"
+	subPortForward = "portforward"
 )
 
 // resourceSpec is one row of the registry table: everything the server needs
@@ -49,7 +56,7 @@ type resourceSpec struct {
 // resourceTable is every resource the server serves.
 var resourceTable = []resourceSpec{
 	{group: "", version: "v1", resource: "pods", kind: "Pod", namespaced: true, shortNames: []string{"po"},
-		subresources: []string{subStatus, subBinding, subEviction}, fields: podFields,
+		subresources: []string{subStatus, subBinding, subEviction, subLog, subExec, subAttach, subPortForward}, fields: podFields,
 		fieldNames: []string{"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
 			"spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},
 		resetStatusOnCreate: true},

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,6 +149,17 @@ func requestVerb(method string, ri *requestInfo, watch bool) (string, error) {
 		if method == http.MethodPost {
 			return VerbCreate, nil
 		}
+	case subLog:
+		if method == http.MethodGet {
+			return VerbGet, nil
+		}
+	case subExec, subAttach, subPortForward:
+		switch method {
+		case http.MethodGet:
+			return VerbGet, nil
+		case http.MethodPost:
+			return VerbCreate, nil
+		}
 	}
 	return notAllowed()
 }
@@ -159,8 +171,17 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 		writeError(w, err)
 		return
 	}
-	if ri.verb == VerbWatch {
+	switch {
+	case ri.verb == VerbWatch:
 		s.serveWatch(w, r, ri)
+		return
+	case ri.subresource == subExec, ri.subresource == subAttach, ri.subresource == subPortForward:
+		s.serveNoProcess(w, ri)
+		return
+	case ri.subresource == subLog && followed(r):
+		// A followed log is long-running, as a watch: it holds no
+		// in-flight slot and no request timeout.
+		s.serveLog(w, r, ri)
 		return
 	}
 	release, ok := s.limits.admit(w, IdentityFrom(r.Context()), mutatingMethod(r.Method))
@@ -174,6 +195,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 	switch {
 	case ri.verb == VerbGet && ri.subresource == subScale:
 		s.serveGetScale(w, r, ri)
+	case ri.verb == VerbGet && ri.subresource == subLog:
+		s.serveLog(w, r, ri)
 	case ri.verb == VerbGet:
 		s.serveGet(w, r, ri)
 	case ri.verb == VerbList:
@@ -197,4 +220,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 	default:
 		writeError(w, methodNotAllowed(fmt.Sprintf("%s is not supported", ri.verb)))
 	}
+}
+
+// followed reports whether a log request follows the log.
+func followed(r *http.Request) bool {
+	f, err := strconv.ParseBool(r.URL.Query().Get("follow"))
+	return err == nil && f
 }

@@ -57,6 +57,9 @@ type Config struct {
 	MaxMutatingRequestsInFlight int
 	// Seed seeds the suffixes of generateName; 0 means a random seed.
 	Seed uint64
+	// Logs reads the containers' logs for pods/log (kubectl logs); nil:
+	// log requests get 503.
+	Logs ContainerLogs
 
 	// BypassAuthority is a PLANTED BUG for the bug zoo, off by default: the
 	// authority rules (authority.go) are evaluated and every refusal is

@@ -101,6 +101,7 @@ func (c *Cluster) startMember(m *member) (err error) {
 		Clock:           c.clock,
 		Logger:          log.With("component", "apiserver"),
 		BypassAuthority: c.cfg.BypassAuthority,
+		Logs:            containerLogs{c},
 	})
 	if err != nil {
 		store.Close()

@@ -65,6 +65,12 @@ type simContainer struct {
 	mu     sync.Mutex
 	status ContainerStatus
 	onExit []func(ContainerStatus) // see OnExit; guarded by mu
+
+	// log is this instance's log, previous the one of the instance it
+	// replaced (nil for the first); seq orders instances of one attempt.
+	log, previous *containerLog
+	seq, prevSeq  uint64
+	probes        map[ProbeKind]ProbeResult // the last result of each probe; guarded by mu
 }
 
 // Close stops every container's simulation without recording exits, as if
@@ -99,8 +105,9 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 	if err != nil {
 		return "", err
 	}
-	id := ContainerID(r.node + "-" + strconv.FormatUint(r.seq.Add(1), 10))
-	c := &simContainer{rt: r, cfg: cfg, script: script, id: id, done: make(chan struct{})}
+	seq := r.seq.Add(1)
+	id := ContainerID(r.node + "-" + strconv.FormatUint(seq, 10))
+	c := &simContainer{rt: r, cfg: cfg, script: script, id: id, done: make(chan struct{}), seq: seq, log: newContainerLog()}
 	c.status = ContainerStatus{ID: id, Namespace: cfg.Namespace, Pod: cfg.Pod, UID: cfg.UID,
 		Container: cfg.Container.Name, Init: cfg.Init, Attempt: cfg.Attempt, Running: true,
 		StartedAt: r.clock.Now()}
@@ -109,13 +116,19 @@ func (r *SimRuntime) Start(ctx context.Context, cfg ContainerConfig) (ContainerI
 		r.mu.Unlock()
 		return "", fmt.Errorf("node %s: %w", r.node, ErrPoweredOff)
 	}
-	// Keep only the newest exited instance of a container.
+	// Keep only the newest exited instance of a container; its log is the
+	// new one's previous (kubectl logs --previous).
 	for oid, o := range r.cs {
 		if o.cfg.UID == cfg.UID && o.cfg.Container.Name == cfg.Container.Name && !o.running() {
+			if c.previous == nil || o.seq > c.prevSeq {
+				c.previous = o.log
+				c.prevSeq = o.seq
+			}
 			delete(r.cs, oid)
 		}
 	}
 	r.cs[id] = c
+	c.log.add(r.clock.Now(), "%s", startLine(&cfg, script))
 	storage := r.storage
 	// Recorded under the lock, so a power-off never precedes the start.
 	r.record(&cfg, ActionStart, 0, 0)
@@ -154,9 +167,12 @@ func (c *simContainer) write(storage Storage) {
 		for _, v := range c.cfg.Volumes {
 			seq++
 			wctx, wcancel := context.WithTimeout(ctx, writeTimeout)
-			_ = storage.Write(wctx, StorageWrite{Volume: v.Volume, Node: c.rt.node, Namespace: c.cfg.Namespace,
+			err := storage.Write(wctx, StorageWrite{Volume: v.Volume, Node: c.rt.node, Namespace: c.cfg.Namespace,
 				Pod: c.cfg.Pod, UID: c.cfg.UID, Container: c.cfg.Container.Name, Token: v.Token, Seq: seq})
 			wcancel()
+			if err != nil && ctx.Err() == nil {
+				c.log.add(c.rt.clock.Now(), "write %d to volume %s failed: %v", seq, v.Volume, err)
+			}
 		}
 	}
 }
@@ -281,6 +297,8 @@ func (c *simContainer) exit(code int, reason string) {
 	st, onExit := c.status, c.onExit
 	c.onExit = nil
 	c.mu.Unlock()
+	c.log.add(st.FinishedAt, "exited with code %d (%s)", code, reason)
+	c.log.end()
 	c.rt.record(&c.cfg, ActionExit, code, 0)
 	close(c.done)
 	for _, f := range onExit {
@@ -345,6 +363,7 @@ func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, gra
 	if sig == SignalKill {
 		code = ExitCodeKill
 	}
+	c.log.add(r.clock.Now(), "%s", signalLine(sig, grace, c.script, c.stopping))
 	if c.signalLocked(sig) {
 		c.mu.Unlock()
 		c.exit(code, "Error")
@@ -362,6 +381,7 @@ func (r *SimRuntime) PreStop(ctx context.Context, id ContainerID) (<-chan error,
 		return nil, err
 	}
 	r.record(&c.cfg, ActionPreStopStart, 0, 0)
+	c.log.add(r.clock.Now(), "preStop hook started")
 	var t clock.Timer
 	var hookC <-chan time.Time
 	if !c.script.PreStopHang {
@@ -376,10 +396,12 @@ func (r *SimRuntime) PreStop(ctx context.Context, id ContainerID) (<-chan error,
 		}
 		select {
 		case <-hookC:
+			c.log.add(r.clock.Now(), "preStop hook finished")
 			res <- nil
 		case <-c.done:
 			res <- fmt.Errorf("preStop of %s: %w", id, ErrNotRunning)
 		case <-ctx.Done():
+			c.log.add(r.clock.Now(), "preStop hook cut short: %v", ctx.Err())
 			res <- fmt.Errorf("preStop of %s: %w", id, ctx.Err())
 		case <-r.closed:
 			res <- ErrRuntimeClosed
@@ -400,7 +422,20 @@ func (r *SimRuntime) Probe(ctx context.Context, id ContainerID, kind ProbeKind) 
 	if !st.Running {
 		return ProbeFailure, nil
 	}
-	return c.script.probe(kind, r.clock.Since(st.StartedAt)), nil
+	res := c.script.probe(kind, r.clock.Since(st.StartedAt))
+	c.mu.Lock()
+	last, seen := c.probes[kind]
+	if c.probes == nil {
+		c.probes = map[ProbeKind]ProbeResult{}
+	}
+	c.probes[kind] = res
+	c.mu.Unlock()
+	if !seen || last != res {
+		// The log shows each probe's first result and every change, not
+		// every probe.
+		c.log.add(r.clock.Now(), "%s probe: %s", kind, res)
+	}
+	return res, nil
 }
 
 // Wait implements Runtime.

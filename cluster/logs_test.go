@@ -1,0 +1,62 @@
+package cluster_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/kubelet"
+)
+
+// kubectl logs of a simulated container: what its script did, through the
+// API server, from the node's runtime; --previous shows the instance a
+// liveness kill ended; a node whose kubelet is down does not answer.
+func TestPodLogsThroughTheAPI(t *testing.T) {
+	c, ledger, cs := startKubeletCluster(t, 1)
+	p := scriptedPod("p", "node-0", 30, map[string]string{"app": "ignore-term liveness-fail-at=3s"}, "app")
+	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+		PeriodSeconds: 1, FailureThreshold: 1, TerminationGracePeriodSeconds: ptr.To[int64](3),
+	}
+	createPod(t, cs, p)
+	waitFor(t, "second start", 30*time.Second, func() bool { return len(entries(ledger, "p", kubelet.ActionStart)) >= 2 })
+	cur := readLog(t, cs, "p", false)
+	if !strings.Contains(cur, "container app of pod default/p started (attempt 1)") {
+		t.Errorf("current log:\n%s", cur)
+	}
+	prev := readLog(t, cs, "p", true)
+	for _, want := range []string{"started (attempt 0)", "liveness probe: Success", "liveness probe: Failure",
+		"received SIGTERM (grace period 3 s): ignoring it", "received SIGKILL", "exited with code 137 (Error)"} {
+		if !strings.Contains(prev, want) {
+			t.Errorf("previous log lacks %q:\n%s", want, prev)
+		}
+	}
+	if err := c.StopKubelet("node-0"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{}).Stream(t.Context())
+	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "kubelet of node node-0 is not running") {
+		t.Errorf("logs with the kubelet down: %v", err)
+	}
+}
+
+func readLog(t *testing.T, cs kubernetes.Interface, pod string, previous bool) string {
+	t.Helper()
+	rc, err := cs.CoreV1().Pods("default").GetLogs(pod, &corev1.PodLogOptions{Previous: previous, Timestamps: true}).Stream(t.Context())
+	if err != nil {
+		t.Fatalf("logs of %s (previous %v): %v", pod, previous, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
