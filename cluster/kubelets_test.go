@@ -285,15 +285,21 @@ func TestKubeletPhasesAndInitOrder(t *testing.T) {
 // TestKubeletLivenessKillAndBackoff: a failing liveness probe kills the
 // container with the probe's grace period (GP-1, LC-9), and restartPolicy
 // Always restarts it after the back-off (LC-6).
-func TestKubeletLivenessKillAndBackoff(t *testing.T) {
-	_, ledger, cs := startKubeletCluster(t, 1)
+// livenessKilledPod is pod p on node-0, restarted always, whose container
+// ignores TERM and fails its liveness probe (grace 3 s) 3 s after each start.
+func livenessKilledPod() *corev1.Pod {
 	p := scriptedPod("p", "node-0", 30, map[string]string{"app": "ignore-term liveness-fail-at=3s"}, "app")
 	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
 		PeriodSeconds: 1, FailureThreshold: 1, TerminationGracePeriodSeconds: ptr.To[int64](3),
 	}
-	createPod(t, cs, p)
+	return p
+}
+
+func TestKubeletLivenessKillAndBackoff(t *testing.T) {
+	_, ledger, cs := startKubeletCluster(t, 1)
+	createPod(t, cs, livenessKilledPod())
 	waitFor(t, "second start", 30*time.Second, func() bool { return len(entries(ledger, "p", kubelet.ActionStart)) >= 2 })
 	starts := entries(ledger, "p", kubelet.ActionStart)
 	terms, kills := entries(ledger, "p", kubelet.ActionTerm), entries(ledger, "p", kubelet.ActionKill)

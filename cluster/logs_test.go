@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/kubelet"
 )
@@ -19,13 +18,7 @@ import (
 // liveness kill ended; a node whose kubelet is down does not answer.
 func TestPodLogsThroughTheAPI(t *testing.T) {
 	c, ledger, cs := startKubeletCluster(t, 1)
-	p := scriptedPod("p", "node-0", 30, map[string]string{"app": "ignore-term liveness-fail-at=3s"}, "app")
-	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
-		PeriodSeconds: 1, FailureThreshold: 1, TerminationGracePeriodSeconds: ptr.To[int64](3),
-	}
-	createPod(t, cs, p)
+	createPod(t, cs, livenessKilledPod())
 	waitFor(t, "second start", 30*time.Second, func() bool { return len(entries(ledger, "p", kubelet.ActionStart)) >= 2 })
 	cur := readLog(t, cs, "p", false)
 	if !strings.Contains(cur, "container app of pod default/p started (attempt 1)") {

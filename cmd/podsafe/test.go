@@ -473,21 +473,11 @@ func rerunCommand(s specs.Scenario, store string) string {
 	}
 	args = append(args, knobArgs(s.Knobs)...)
 	if p := s.Policies.Attrs(); p != nil {
-		var kv []string
-		for k, v := range p {
-			kv = append(kv, k+"="+v)
-		}
-		sort.Strings(kv)
-		args = append(args, "--policy", strings.Join(kv, ","))
+		args = append(args, "--policy", joinPairs(p))
 	}
 	if attrs := s.Raft.Attrs(); attrs != nil {
 		// The parameters fixed; the seed draws the others again.
-		var kv []string
-		for k, v := range attrs {
-			kv = append(kv, k+"="+v)
-		}
-		sort.Strings(kv)
-		args = append(args, "--raft", strings.Join(kv, ","))
+		args = append(args, "--raft", joinPairs(attrs))
 	}
 	if s.Target == specs.TargetKubeconfig {
 		args = append(args, "--kubeconfig", s.Kubeconfig)
@@ -590,4 +580,14 @@ func shellWord(w string) string {
 		}
 	}
 	return w
+}
+
+// joinPairs writes m as a flag's name=value list, sorted, comma separated.
+func joinPairs(m map[string]string) string {
+	kv := make([]string, 0, len(m))
+	for k, v := range m {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
 }
