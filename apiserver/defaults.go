@@ -2,11 +2,15 @@ package apiserver
 
 // Defaulting, as kube-apiserver applies it on create: system metadata a
 // client may not choose, pod and container defaults, probes, QoS class.
+// The defaults of the apps kinds are in defaults_apps.go, of Services in
+// defaults_service.go.
 
 import (
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -35,8 +39,17 @@ func clearSystemMeta(m metav1.Object) {
 // path, so a client that builds an object from scratch and one that edits the
 // stored one write the same thing.
 func applyDefaults(obj runtime.Object) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		defaultPod(pod)
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		defaultPod(o)
+	case *corev1.Service:
+		defaultService(o)
+	case *appsv1.StatefulSet:
+		defaultStatefulSet(o)
+	case *appsv1.ReplicaSet:
+		defaultReplicaSet(o)
+	case *schedulingv1.PriorityClass:
+		defaultPriorityClass(o)
 	}
 }
 
@@ -45,16 +58,36 @@ func applyDefaults(obj runtime.Object) {
 // message and probe defaults, and limits as requests.
 func defaultPod(pod *corev1.Pod) {
 	spec := &pod.Spec
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		// As kube-apiserver does since 1.27: a negative grace means "as short
+		// as possible", which is 1 s. Pods only: a template keeps what it
+		// says, as upstream's SetDefaults_Pod is not applied to templates.
+		one := int64(1)
+		spec.TerminationGracePeriodSeconds = &one
+	}
+	defaultPodSpec(spec)
+	if spec.EnableServiceLinks == nil {
+		t := corev1.DefaultEnableServiceLinks
+		spec.EnableServiceLinks = &t
+	}
+	// Limits without requests request the limit (SetDefaults_Pod: pods
+	// only, so a template's containers keep their requests unset).
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			limitsAsRequests(&list[i])
+		}
+	}
+}
+
+// defaultPodSpec applies upstream's SetDefaults_PodSpec and the container
+// defaults: what a pod and a pod template (of a StatefulSet or ReplicaSet)
+// both get, so a template reads back as the pods made from it will.
+func defaultPodSpec(spec *corev1.PodSpec) {
 	if spec.RestartPolicy == "" {
 		spec.RestartPolicy = corev1.RestartPolicyAlways
 	}
 	if spec.TerminationGracePeriodSeconds == nil {
 		g := defaultGracePeriodSeconds
-		spec.TerminationGracePeriodSeconds = &g
-	} else if *spec.TerminationGracePeriodSeconds < 0 {
-		// As kube-apiserver does since 1.27: a negative grace means "as short
-		// as possible", which is 1 s.
-		g := int64(1)
 		spec.TerminationGracePeriodSeconds = &g
 	}
 	if spec.DNSPolicy == "" {
@@ -65,10 +98,6 @@ func defaultPod(pod *corev1.Pod) {
 	}
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if spec.EnableServiceLinks == nil {
-		t := corev1.DefaultEnableServiceLinks
-		spec.EnableServiceLinks = &t
 	}
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i])
@@ -100,7 +129,11 @@ func defaultContainer(c *corev1.Container) {
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)
 	}
-	// Limits without requests request the limit.
+}
+
+// limitsAsRequests makes a container's limits without requests request the
+// limit.
+func limitsAsRequests(c *corev1.Container) {
 	for name, limit := range c.Resources.Limits {
 		if _, ok := c.Resources.Requests[name]; !ok {
 			if c.Resources.Requests == nil {
@@ -142,6 +175,15 @@ func defaultProbe(p *corev1.Probe) {
 	}
 	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
 		p.HTTPGet.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// defaultPriorityClass is upstream's SetDefaults_PriorityClass: a class
+// preempts lower priorities unless it says Never.
+func defaultPriorityClass(pc *schedulingv1.PriorityClass) {
+	if pc.PreemptionPolicy == nil {
+		p := corev1.PreemptLowerPriority
+		pc.PreemptionPolicy = &p
 	}
 }
 

@@ -147,10 +147,12 @@ func TestServices(t *testing.T) {
 	cs := e.client(IdentityWorkload)
 	for _, svc := range []*corev1.Service{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-			Spec:   corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "web"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Port: 80}}},
 			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "edge"},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "edge"}}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "edge"},
+				Ports: []corev1.ServicePort{{Port: 80}}}},
 	} {
 		created, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
 		if err != nil {

@@ -2,13 +2,17 @@ package apiserver
 
 // Validation of created and updated objects, as kube-apiserver validates
 // them: names, pod specs, topology spread constraints, what a pod update may
-// change, priority classes.
+// change, priority classes. The apps kinds are in validation_apps.go,
+// disruption budgets in validation_policy.go, Services in
+// validation_service.go.
 
 import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,15 +79,28 @@ func validateUpdate(res *resourceInfo, old, obj runtime.Object) error {
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
+	if o, ok := old.(*corev1.Service); ok {
+		keepAllocated(o, obj.(*corev1.Service))
+	}
 	errs := apivalidation.ValidateObjectMetaAccessor(m, res.namespaced, nameValidator(res), field.NewPath("metadata"))
-	errs = append(errs, validateSpec(obj)...)
+	if _, pod := obj.(*corev1.Pod); pod || specChanged(old, obj) {
+		// A write that leaves the spec as stored (a status or metadata
+		// write) is not judged by rules the stored spec may predate:
+		// kube-apiserver validates only the status on /status.
+		errs = append(errs, validateSpec(obj)...)
+	}
 	switch o := old.(type) {
 	case *corev1.Pod:
 		errs = append(errs, validatePodUpdate(o, obj.(*corev1.Pod))...)
 	case *schedulingv1.PriorityClass:
-		if n := obj.(*schedulingv1.PriorityClass); n.Value != o.Value {
-			errs = append(errs, field.Invalid(field.NewPath("value"), n.Value, "field is immutable"))
-		}
+		errs = append(errs, validatePriorityClassUpdate(o, obj.(*schedulingv1.PriorityClass))...)
+	case *appsv1.StatefulSet:
+		errs = append(errs, validateStatefulSetUpdate(o, obj.(*appsv1.StatefulSet))...)
+	case *appsv1.ReplicaSet:
+		errs = append(errs, apivalidation.ValidateImmutableField(obj.(*appsv1.ReplicaSet).Spec.Selector, o.Spec.Selector,
+			field.NewPath("spec", "selector"))...)
+	case *corev1.Service:
+		errs = append(errs, validateServiceUpdate(o, obj.(*corev1.Service))...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(res.gvk.GroupKind(), m.GetName(), errs)
@@ -98,35 +115,80 @@ func validateSpec(obj runtime.Object) field.ErrorList {
 		return validatePod(o)
 	case *schedulingv1.PriorityClass:
 		return validatePriorityClass(o)
+	case *appsv1.StatefulSet:
+		return validateStatefulSet(o)
+	case *appsv1.ReplicaSet:
+		return validateReplicaSet(o)
+	case *policyv1.PodDisruptionBudget:
+		return validatePDB(o)
+	case *corev1.Service:
+		return validateService(o)
 	}
 	return nil
 }
 
-// validatePriorityClass enforces PR-1's value range.
+// specChanged reports whether obj's spec differs from old's (kinds without
+// a spec: always, so they are always validated).
+func specChanged(old, obj runtime.Object) bool {
+	a, b := specOf(old), specOf(obj)
+	return !a.IsValid() || !b.IsValid() || !apiequality.Semantic.DeepEqual(a.Interface(), b.Interface())
+}
+
+// validatePriorityClass enforces PR-1's value range and the preemption
+// policies there are.
 func validatePriorityClass(pc *schedulingv1.PriorityClass) field.ErrorList {
+	var errs field.ErrorList
 	limit := HighestUserPriority
 	if strings.HasPrefix(pc.Name, systemPriorityPrefix) {
 		limit = highestSystemPriority
 	}
 	if pc.Value > limit {
-		return field.ErrorList{field.Forbidden(field.NewPath("value"),
-			fmt.Sprintf("maximum allowed value of a user defined priority is %d", limit))}
+		errs = append(errs, field.Forbidden(field.NewPath("value"),
+			fmt.Sprintf("maximum allowed value of a user defined priority is %d", limit)))
 	}
-	return nil
+	if p := pc.PreemptionPolicy; p != nil && *p != corev1.PreemptLowerPriority && *p != corev1.PreemptNever {
+		errs = append(errs, field.NotSupported(field.NewPath("preemptionPolicy"), *p,
+			[]string{string(corev1.PreemptLowerPriority), string(corev1.PreemptNever)}))
+	}
+	return errs
+}
+
+// validatePriorityClassUpdate: a class's value and preemption policy never
+// change (PR-2: pods resolved from it keep what they got), with
+// kube-apiserver's messages.
+func validatePriorityClassUpdate(old, pc *schedulingv1.PriorityClass) field.ErrorList {
+	var errs field.ErrorList
+	if pc.Value != old.Value {
+		errs = append(errs, field.Forbidden(field.NewPath("value"), "may not be changed in an update."))
+	}
+	return append(errs, apivalidation.ValidateImmutableField(pc.PreemptionPolicy, old.PreemptionPolicy, field.NewPath("preemptionPolicy"))...)
 }
 
 // validatePod checks the pod fields the components rely on.
 func validatePod(pod *corev1.Pod) field.ErrorList {
+	errs := validatePodSpec(&pod.Spec, field.NewPath("spec"))
+	if p := pod.Status.Phase; p != "" {
+		switch p {
+		case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("status", "phase"), p,
+				[]string{"Pending", "Running", "Succeeded", "Failed", "Unknown"}))
+		}
+	}
+	return errs
+}
+
+// validatePodSpec checks a pod spec at path, a pod's or a template's.
+func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	if len(pod.Spec.Containers) == 0 {
+	if len(podSpec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), "a pod needs at least one container"))
 	}
 	names := map[string]bool{}
 	for _, group := range []struct {
 		path *field.Path
 		list []corev1.Container
-	}{{spec.Child("initContainers"), pod.Spec.InitContainers}, {spec.Child("containers"), pod.Spec.Containers}} {
+	}{{spec.Child("initContainers"), podSpec.InitContainers}, {spec.Child("containers"), podSpec.Containers}} {
 		for i, c := range group.list {
 			p := group.path.Index(i)
 			switch msgs := apivalidation.NameIsDNSLabel(c.Name, false); {
@@ -143,28 +205,20 @@ func validatePod(pod *corev1.Pod) field.ErrorList {
 			}
 		}
 	}
-	switch pod.Spec.RestartPolicy {
+	switch podSpec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
-		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy,
+		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), podSpec.RestartPolicy,
 			[]string{string(corev1.RestartPolicyAlways), string(corev1.RestartPolicyOnFailure), string(corev1.RestartPolicyNever)}))
 	}
-	if p := pod.Status.Phase; p != "" {
-		switch p {
-		case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown:
-		default:
-			errs = append(errs, field.NotSupported(field.NewPath("status", "phase"), p,
-				[]string{"Pending", "Running", "Succeeded", "Failed", "Unknown"}))
-		}
-	}
-	errs = append(errs, validateSpreadConstraints(pod, spec.Child("topologySpreadConstraints"))...)
+	errs = append(errs, validateSpreadConstraints(podSpec, spec.Child("topologySpreadConstraints"))...)
 	return errs
 }
 
 // validateSpreadConstraints rejects invalid topology spread constraints (TS-1).
-func validateSpreadConstraints(pod *corev1.Pod, path *field.Path) field.ErrorList {
+func validateSpreadConstraints(podSpec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for i, c := range pod.Spec.TopologySpreadConstraints {
+	for i, c := range podSpec.TopologySpreadConstraints {
 		p := path.Index(i)
 		if c.MaxSkew <= 0 {
 			errs = append(errs, field.Invalid(p.Child("maxSkew"), c.MaxSkew, "must be greater than zero"))
