@@ -29,10 +29,10 @@ import (
 //     which client-go asks for only as gnostic protobuf (kubectl's
 //     client-side validation, used when a kind is not in the v3 document).
 //
-// route passes serveOpenAPI the path alone, not the request, so no Accept
-// is negotiated: v2 is answered in the protobuf every client-go reader
-// asks for, and there is no 304 for If-None-Match; the ETag is the hash of
-// the content, which changes whenever the documents do.
+// /openapi/v2 is negotiated by Accept as kube-openapi's handler does: the
+// gnostic protobuf to a client that asks for it first (client-go), the JSON
+// otherwise. Every document carries the hash of its content as its ETag,
+// and a request whose If-None-Match names it gets 304.
 
 // openAPIPrefix covers every OpenAPI path; route sends it and everything
 // below it to serveOpenAPI.
@@ -80,7 +80,8 @@ var builtOpenAPI = sync.OnceValues(func() (*openAPIDocuments, error) {
 })
 
 // serveOpenAPI answers the paths below openAPIPrefix.
-func (s *Server) serveOpenAPI(w http.ResponseWriter, path string) {
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
 	docs, err := builtOpenAPI()
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
@@ -88,29 +89,52 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, path string) {
 	}
 	rel := strings.Trim(strings.TrimPrefix(path, openAPIPrefix), "/")
 	switch {
+	case rel == "v2" && wantsProtobuf(r.Header.Get("Accept")):
+		writeOpenAPI(w, r, docs.v2)
 	case rel == "v2":
-		writeOpenAPI(w, docs.v2)
+		writeOpenAPI(w, r, docs.v2JSON)
 	case rel == "v3":
-		writeOpenAPI(w, docs.index)
+		writeOpenAPI(w, r, docs.index)
 	case strings.HasPrefix(rel, "v3/"):
 		doc, ok := docs.v3[strings.TrimPrefix(rel, "v3/")]
 		if !ok {
 			writeError(w, notFoundPath(path))
 			return
 		}
-		writeOpenAPI(w, doc)
+		writeOpenAPI(w, r, doc)
 	default:
 		writeError(w, notFoundPath(path))
 	}
 }
 
-// writeOpenAPI writes doc with its ETag, as kube-apiserver does.
-func writeOpenAPI(w http.ResponseWriter, doc openAPIDocument) {
-	w.Header().Set("Content-Type", doc.contentType)
-	w.Header().Set("Etag", strconv.Quote(doc.hash))
+// writeOpenAPI writes doc with its ETag, as kube-apiserver does, or 304
+// when the request's If-None-Match names it.
+func writeOpenAPI(w http.ResponseWriter, r *http.Request, doc openAPIDocument) {
+	etag := strconv.Quote(doc.hash)
+	w.Header().Set("Etag", etag)
 	w.Header().Set("Vary", "Accept")
+	if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || match == doc.hash) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", doc.contentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(doc.body)
+}
+
+// wantsProtobuf reports whether an Accept header asks for the v2 protobuf
+// before JSON (its first media type that is either).
+func wantsProtobuf(accept string) bool {
+	for _, clause := range strings.Split(accept, ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(clause), ";")
+		switch {
+		case strings.Contains(mt, "protobuf"):
+			return true
+		case mt == mediaOpenAPIJSON || mt == "*/*" || mt == "application/*":
+			return false
+		}
+	}
+	return false
 }
 
 // buildOpenAPI builds and encodes every document of reg.

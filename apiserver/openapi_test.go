@@ -322,12 +322,45 @@ func TestOpenAPIHTTP(t *testing.T) {
 			t.Errorf("%s: %d, ETag %s, want hash %s", p, resp.StatusCode, resp.Header.Get("Etag"), hash)
 		}
 	}
-	resp, body = get("/openapi/v2")
+	// v2 by Accept: JSON unless protobuf is asked for first.
+	getAccept := func(path, accept, ifNoneMatch string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, e.http.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tokenOf(IdentityAdmin))
+		req.Header.Set("Accept", accept)
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, body
+	}
+	resp, body = getAccept("/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json", "")
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != mediaOpenAPIV2Proto {
-		t.Errorf("/openapi/v2: %d %s", resp.StatusCode, ct)
+		t.Errorf("/openapi/v2 asking for protobuf: %d %s", resp.StatusCode, ct)
 	}
 	if _, err := openapiv2.ParseDocument(body); err == nil {
 		t.Errorf("/openapi/v2 parsed as JSON/YAML; want protobuf")
+	}
+	for _, accept := range []string{"", "application/json", "*/*", "application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"} {
+		resp, body := getAccept("/openapi/v2", accept, "")
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != mediaOpenAPIJSON {
+			t.Errorf("/openapi/v2 with Accept %q: %d %s", accept, resp.StatusCode, ct)
+		} else if _, err := openapiv2.ParseDocument(body); err != nil {
+			t.Errorf("/openapi/v2 JSON with Accept %q: %v", accept, err)
+		}
+		if tag := resp.Header.Get("Etag"); tag != "" {
+			if resp, _ := getAccept("/openapi/v2", accept, tag); resp.StatusCode != http.StatusNotModified {
+				t.Errorf("/openapi/v2 with If-None-Match %s: %d, want 304", tag, resp.StatusCode)
+			}
+		}
 	}
 	for _, p := range []string{"/openapi/v3/apis/apps/v2", "/openapi/v4", "/openapi"} {
 		if resp, body := get(p); resp.StatusCode != http.StatusNotFound {

@@ -270,7 +270,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	segs := splitPath(path)
 	switch {
 	case path == openAPIPrefix || strings.HasPrefix(path, openAPIPrefix+"/"):
-		s.serveOpenAPI(w, path)
+		s.serveOpenAPI(w, r)
 	case len(segs) == 0:
 		s.serveRoot(w)
 	case segs[0] == "api" && len(segs) == 1:
