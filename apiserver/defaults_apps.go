@@ -19,8 +19,9 @@ const (
 // management, RollingUpdate with partition 0 and maxUnavailable 1 (the
 // MaxUnavailableStatefulSet gate is on by default since 1.37), claims
 // retained when the set is deleted or scaled, 1 replica, 10 revisions kept,
-// the claim templates' and the pod template's defaults. kubectl rollout status and restart need
-// the update strategy: without it they refuse the set.
+// the claim templates' and the pod template's defaults. kubectl rollout
+// status and restart need the update strategy: without it they refuse the
+// set.
 func defaultStatefulSet(set *appsv1.StatefulSet) {
 	spec := &set.Spec
 	if spec.PodManagementPolicy == "" {
