@@ -136,6 +136,12 @@ func subresourceVerbs(sub string) []string {
 		return []string{VerbGet, VerbPatch, VerbUpdate}
 	case subBinding, subEviction:
 		return []string{VerbCreate}
+	case subLog:
+		return []string{VerbGet}
+	case subExec, subAttach, subPortForward:
+		// As kube-apiserver lists them; both answer that simulated
+		// containers run no processes (handlers_log.go).
+		return []string{VerbCreate, VerbGet}
 	}
 	return nil
 }

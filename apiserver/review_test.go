@@ -319,7 +319,8 @@ func TestAccessReview(t *testing.T) {
 		{IdentityScheduler, authorizationv1.ResourceAttributes{Verb: VerbImpersonate, Resource: "users"}, false, "only admin acts as another identity"},
 		{IdentityWorkload, authorizationv1.ResourceAttributes{Verb: VerbCreate, Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, true, ""},
 		{IdentityAdmin, authorizationv1.ResourceAttributes{Namespace: "default", Verb: VerbGet, Resource: "secrets"}, false, "the server does not serve secrets"},
-		{IdentityAdmin, authorizationv1.ResourceAttributes{Namespace: "default", Verb: VerbGet, Resource: "pods", Subresource: "log"}, false, "the server does not serve pods/log"},
+		{IdentityAdmin, authorizationv1.ResourceAttributes{Namespace: "default", Verb: VerbGet, Resource: "pods", Subresource: "proxy"}, false, "the server does not serve pods/proxy"},
+		{IdentityWorkload, authorizationv1.ResourceAttributes{Namespace: "default", Verb: VerbGet, Resource: "pods", Subresource: subLog}, true, ""},
 		{IdentityAdmin, authorizationv1.ResourceAttributes{Namespace: "default", Verb: VerbCreate, Resource: "pods", Subresource: subStatus}, false, `pods/status does not serve verb "create"`},
 	}
 	for _, tt := range tests {
