@@ -410,7 +410,13 @@ func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if err != nil {
 			return nil, storeError(err, ri.res.gr, ri.name)
 		}
-		return ri.res.decodeStored(deleted.Data)
+		out, err := ri.res.decodeStored(deleted.Data)
+		if svc, ok := out.(*corev1.Service); ok && err == nil {
+			// Its cluster IPs are free again (kube-apiserver's IPAddress
+			// objects go with their Service).
+			s.releaseServiceIPs(ctx, svc)
+		}
+		return out, err
 	}
 }
 

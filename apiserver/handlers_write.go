@@ -147,6 +147,32 @@ func (s *Server) createObject(ctx context.Context, ri *requestInfo, obj runtime.
 	if err != nil {
 		return nil, err
 	}
+	if svc, ok := obj.(*corev1.Service); ok {
+		// Validated before an address is taken; the address is given back
+		// if the Service is not created after all. Its name is drawn
+		// first, since the address names its Service.
+		if m.GetName() == "" && m.GetGenerateName() != "" {
+			m.SetName(s.generateName(m.GetGenerateName()))
+		}
+		if err := validateCreate(ri.res, obj); err != nil {
+			return nil, err
+		}
+		release, err := s.allocateServiceIP(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.storeCreated(ctx, ri, obj, m)
+		if err != nil {
+			release(context.WithoutCancel(ctx))
+		}
+		return out, err
+	}
+	return s.storeCreated(ctx, ri, obj, m)
+}
+
+// storeCreated validates obj and creates it in the store, drawing a fresh
+// name from generateName until one is free.
+func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) (runtime.Object, error) {
 	generate := m.GetName() == "" && m.GetGenerateName() != ""
 	for attempt := 0; ; attempt++ {
 		if generate {
