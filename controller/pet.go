@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -258,6 +262,13 @@ type petPlan struct {
 // is deleted so it can be recreated, but only when it never reached a node
 // or its node is Ready: a Failed phase set by the node controller on an
 // unreachable node says nothing about its processes.
+//
+// A set whose template changed is rolled as the StatefulSet controller's
+// RollingUpdate strategy rolls it: once every pet exists and is Running and
+// Ready, the outdated pet of the highest ordinal at or above the partition
+// is deleted gracefully, one at a time, and recreated from the new template
+// once its object is gone. OnDelete leaves outdated pets until someone
+// deletes them.
 func planPets(set *appsv1.StatefulSet, pets map[int]*corev1.Pod, nodeReady func(string) bool) petPlan {
 	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
 	var plan petPlan
@@ -281,7 +292,47 @@ func planPets(set *appsv1.StatefulSet, pets map[int]*corev1.Pod, nodeReady func(
 	for _, ord := range excess {
 		plan.remove = append(plan.remove, pets[ord])
 	}
+	if len(plan.create) == 0 && len(plan.remove) == 0 {
+		if p := outdatedPet(set, pets, replicas); p != nil {
+			plan.remove = append(plan.remove, p)
+		}
+	}
 	return plan
+}
+
+// outdatedPet is the pet a rolling update replaces next, or nil: none while
+// any pet of the set is missing, terminating or not Running and Ready.
+func outdatedPet(set *appsv1.StatefulSet, pets map[int]*corev1.Pod, replicas int) *corev1.Pod {
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return nil
+	}
+	partition := 0
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		partition = int(*ru.Partition)
+	}
+	for ord := range replicas {
+		p := pets[ord]
+		if p == nil || podTerminating(p) || p.Status.Phase != corev1.PodRunning || !podReady(p) {
+			return nil
+		}
+	}
+	rev := petRevision(set)
+	for ord := replicas - 1; ord >= partition; ord-- {
+		if p := pets[ord]; p.Labels[appsv1.ControllerRevisionHashLabelKey] != rev {
+			return p
+		}
+	}
+	return nil
+}
+
+// petRevision names the set's template as the StatefulSet controller names
+// its revisions: <set>-<hash of the template>. Every pet carries the
+// revision it was made from (label controller-revision-hash).
+func petRevision(set *appsv1.StatefulSet) string {
+	b, _ := json.Marshal(set.Spec.Template) // a pod template always encodes
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return set.Name + "-" + rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 // createPet creates pod NAME-ord from the set's template. AlreadyExists
@@ -309,6 +360,7 @@ func newPet(set *appsv1.StatefulSet, ord int) *corev1.Pod {
 	}
 	lbls[LabelPetName] = name
 	lbls[LabelPetIndex] = strconv.Itoa(ord)
+	lbls[appsv1.ControllerRevisionHashLabelKey] = petRevision(set)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: set.Namespace, Labels: lbls,
@@ -339,30 +391,60 @@ func newPet(set *appsv1.StatefulSet, ord int) *corev1.Pod {
 	return pod
 }
 
-// updateStatus writes replicas and readyReplicas when they changed.
+// updateStatus writes the set's status when it changed: its pets, the
+// ready ones, and the revisions (updateRevision the template's, the pets
+// made from it updated; currentRevision the one the pets had before the
+// template changed, until every pet is updated), which kubectl rollout
+// status reads.
 func (pc *Pet) updateStatus(ctx context.Context, set *appsv1.StatefulSet, pets map[int]*corev1.Pod) error {
-	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, Replicas: int32(len(pets))}
-	for _, p := range pets {
-		if podReady(p) && !podTerminating(p) {
-			st.ReadyReplicas++
-		}
-	}
-	st.AvailableReplicas = st.ReadyReplicas
-	st.CurrentReplicas = st.Replicas
-	old := set.Status
-	if old.ObservedGeneration == st.ObservedGeneration && old.Replicas == st.Replicas &&
-		old.ReadyReplicas == st.ReadyReplicas && old.AvailableReplicas == st.AvailableReplicas &&
-		old.CurrentReplicas == st.CurrentReplicas {
+	st := petStatus(set, pets)
+	if set.Status.ObservedGeneration == st.ObservedGeneration && set.Status.Replicas == st.Replicas &&
+		set.Status.ReadyReplicas == st.ReadyReplicas && set.Status.AvailableReplicas == st.AvailableReplicas &&
+		set.Status.CurrentReplicas == st.CurrentReplicas && set.Status.UpdatedReplicas == st.UpdatedReplicas &&
+		set.Status.CurrentRevision == st.CurrentRevision && set.Status.UpdateRevision == st.UpdateRevision {
 		return nil
 	}
 	s := set.DeepCopy()
 	s.Status.ObservedGeneration, s.Status.Replicas = st.ObservedGeneration, st.Replicas
 	s.Status.ReadyReplicas, s.Status.AvailableReplicas = st.ReadyReplicas, st.AvailableReplicas
-	s.Status.CurrentReplicas = st.CurrentReplicas
+	s.Status.CurrentReplicas, s.Status.UpdatedReplicas = st.CurrentReplicas, st.UpdatedReplicas
+	s.Status.CurrentRevision, s.Status.UpdateRevision = st.CurrentRevision, st.UpdateRevision
 	if _, err := pc.cfg.Client.AppsV1().StatefulSets(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of stateful set %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil
+}
+
+// petStatus is the status of set with pets; a pure function of them.
+func petStatus(set *appsv1.StatefulSet, pets map[int]*corev1.Pod) appsv1.StatefulSetStatus {
+	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, Replicas: int32(len(pets)), UpdateRevision: petRevision(set)}
+	revisions := map[string]int32{}
+	for _, p := range pets {
+		if podTerminating(p) {
+			continue
+		}
+		if podReady(p) {
+			st.ReadyReplicas++
+		}
+		revisions[p.Labels[appsv1.ControllerRevisionHashLabelKey]]++
+	}
+	st.AvailableReplicas = st.ReadyReplicas
+	st.UpdatedReplicas = revisions[st.UpdateRevision]
+	// The current revision stays what it was until every pet is updated;
+	// a set that had none yet takes its pets' most common one.
+	st.CurrentRevision = set.Status.CurrentRevision
+	if st.UpdatedReplicas >= ptr.Deref(set.Spec.Replicas, 1) {
+		st.CurrentRevision = st.UpdateRevision
+	} else if st.CurrentRevision == "" || st.CurrentRevision == st.UpdateRevision {
+		best := int32(-1)
+		for _, rev := range slices.Sorted(maps.Keys(revisions)) {
+			if n := revisions[rev]; rev != st.UpdateRevision && n > best {
+				st.CurrentRevision, best = rev, n
+			}
+		}
+	}
+	st.CurrentReplicas = revisions[st.CurrentRevision]
+	return st
 }
 
 // petName is the stable name of pet ord of set.

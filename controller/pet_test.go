@@ -81,7 +81,8 @@ func TestNewPet(t *testing.T) {
 		}},
 	}
 	p := newPet(set, 2)
-	if diff := cmp.Diff(map[string]string{"app": "db", LabelPetName: "db-2", LabelPetIndex: "2"}, p.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{"app": "db", LabelPetName: "db-2", LabelPetIndex: "2",
+		appsv1.ControllerRevisionHashLabelKey: petRevision(set)}, p.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	if p.Name != "db-2" || p.Spec.Hostname != "db-2" || p.Spec.Subdomain != "svc" {
@@ -92,5 +93,80 @@ func TestNewPet(t *testing.T) {
 	}
 	if set.Spec.Template.Labels[LabelPetName] != "" {
 		t.Error("newPet changed the set's template")
+	}
+}
+
+// TestRollingUpdate: a changed template rolls the pets as RollingUpdate
+// does — one at a time, highest ordinal first, only once every pet is
+// Running and Ready, never below the partition — and OnDelete rolls none;
+// the status tells kubectl rollout status how far it got.
+func TestRollingUpdate(t *testing.T) {
+	set := func(image string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}}}
+	}
+	old, cur := set("v1"), set("v2")
+	if petRevision(old) == petRevision(cur) || petRevision(old) != petRevision(set("v1")) {
+		t.Fatalf("revisions %s %s", petRevision(old), petRevision(cur))
+	}
+	pet := func(s *appsv1.StatefulSet, ord int) *corev1.Pod {
+		p := newPet(s, ord)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	pets := map[int]*corev1.Pod{0: pet(old, 0), 1: pet(old, 1), 2: pet(old, 2)}
+	removes := func(s *appsv1.StatefulSet, pets map[int]*corev1.Pod) []string {
+		return names(planPets(s, pets, func(string) bool { return true }).remove)
+	}
+	if got := removes(old, pets); len(got) != 0 {
+		t.Errorf("an unchanged template rolls %v", got)
+	}
+	if got := removes(cur, pets); !cmp.Equal(got, []string{"db-2"}) {
+		t.Errorf("first roll %v, want db-2", got)
+	}
+	st := petStatus(cur, pets)
+	if st.UpdateRevision != petRevision(cur) || st.CurrentRevision != petRevision(old) || st.UpdatedReplicas != 0 || st.CurrentReplicas != 3 {
+		t.Errorf("status before the roll %+v", st)
+	}
+	// db-2 recreated from the new template but not Ready yet: wait.
+	pets[2] = newPet(cur, 2)
+	if got := removes(cur, pets); len(got) != 0 {
+		t.Errorf("rolled %v while db-2 is not ready", got)
+	}
+	pets[2] = pet(cur, 2)
+	if got := removes(cur, pets); !cmp.Equal(got, []string{"db-1"}) {
+		t.Errorf("second roll %v, want db-1", got)
+	}
+	st = petStatus(cur, pets)
+	if st.UpdatedReplicas != 1 || st.CurrentReplicas != 2 {
+		t.Errorf("status mid-roll %+v", st)
+	}
+	// A partition of 1 keeps db-0 at the old revision.
+	part := cur.DeepCopy()
+	part.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}}
+	pets[1] = pet(cur, 1)
+	if got := removes(part, pets); len(got) != 0 {
+		t.Errorf("rolled %v below the partition", got)
+	}
+	if got := removes(cur, pets); !cmp.Equal(got, []string{"db-0"}) {
+		t.Errorf("third roll %v, want db-0", got)
+	}
+	// A terminating pet holds the roll.
+	pets[0] = pet(old, 0)
+	pets[0].DeletionTimestamp = &metav1.Time{}
+	if got := removes(cur, pets); len(got) != 0 {
+		t.Errorf("rolled %v while db-0 terminates", got)
+	}
+	pets[0] = pet(cur, 0)
+	st = petStatus(cur, pets)
+	if st.UpdatedReplicas != 3 || st.CurrentRevision != st.UpdateRevision || st.CurrentReplicas != 3 || st.ReadyReplicas != 3 {
+		t.Errorf("status after the roll %+v", st)
+	}
+	onDelete := cur.DeepCopy()
+	onDelete.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+	if got := removes(onDelete, map[int]*corev1.Pod{0: pet(old, 0), 1: pet(old, 1), 2: pet(old, 2)}); len(got) != 0 {
+		t.Errorf("OnDelete rolled %v", got)
 	}
 }
