@@ -162,10 +162,19 @@ func GracefulDelete(pod *corev1.Pod, requested *int64, now time.Time) (updated *
 // deleteOptions reads DeleteOptions from the query and the body (JSON or
 // protobuf); fields set in the body win.
 func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
-	if err := rejectDryRun(r); err != nil {
+	opts, err := readDeleteOptions(r)
+	if err != nil {
 		return nil, err
 	}
-	opts := &metav1.DeleteOptions{}
+	if _, err := dryRunParam(opts.DryRun); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// readDeleteOptions reads DeleteOptions; see deleteOptions.
+func readDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{DryRun: r.URL.Query()["dryRun"]}
 	q := r.URL.Query()
 	if g := q.Get("gracePeriodSeconds"); g != "" {
 		n, err := strconv.ParseInt(g, 10, 64)
@@ -205,7 +214,7 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 		return nil, unsupportedMediaType(mt)
 	}
 	if len(fromBody.DryRun) > 0 {
-		return nil, apierrors.NewBadRequest("dryRun is not supported by this server")
+		opts.DryRun = fromBody.DryRun
 	}
 	if fromBody.GracePeriodSeconds != nil {
 		opts.GracePeriodSeconds = fromBody.GracePeriodSeconds
@@ -241,6 +250,9 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if len(opts.DryRun) > 0 {
+		r = r.WithContext(withDryRun(r.Context()))
 	}
 	if ri.res.gr == grPods {
 		pod, err := s.deletePod(r.Context(), ri, opts, VerbDelete)
@@ -430,6 +442,9 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if len(opts.DryRun) > 0 {
+		ctx = withDryRun(ctx)
 	}
 	sel, err := parseSelector(ri.res, r.URL.Query())
 	if err != nil {

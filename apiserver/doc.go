@@ -34,8 +34,10 @@
 // default; LIST then WATCH works as well. Too old resourceVersions get an
 // HTTP 410 (reason Expired) and reflectors relist.
 //
-// Not served: server-side apply (415), dryRun (400), OpenAPI schemas and
-// OpenAPI v2, Table output (kubectl prints names and ages), list paging
-// (limit is ignored; no continue token), finalizers and owner-reference
-// garbage collection.
+// Served as kube-apiserver serves them: Table output (table*.go), list
+// paging with continue tokens (paginate.go), OpenAPI v2 and v3 with the
+// served types' schemas (openapi*.go), impersonation and the self reviews
+// (impersonate.go, review*.go), server-side dry run (dryrun.go), pods/log
+// (handlers_log.go). Not served: server-side apply (415), finalizers and
+// owner-reference garbage collection, namespace lifecycle.
 package apiserver

@@ -113,7 +113,7 @@ func TestBadInput(t *testing.T) {
 			IdentityWorkload, "", "", statusAnswer{422, metav1.StatusReasonInvalid}, "resourceVersionMatch"},
 		{"bad resourceVersion", http.MethodGet, pods + "?watch=true&resourceVersion=abc", IdentityWorkload, "", "",
 			statusAnswer{400, metav1.StatusReasonBadRequest}, "invalid resourceVersion"},
-		{"dry run", http.MethodDelete, pods + "/existing?dryRun=All", IdentityWorkload, "", "",
+		{"dry run of an unknown kind", http.MethodDelete, pods + "/existing?dryRun=Some", IdentityWorkload, "", "",
 			statusAnswer{400, metav1.StatusReasonBadRequest}, "dryRun"},
 	}
 	for _, tt := range tests {

@@ -57,14 +57,6 @@ func (s *Server) generateName(prefix string) string {
 	return generatedName(prefix, string(b))
 }
 
-// rejectDryRun refuses dryRun requests, which the server does not simulate.
-func rejectDryRun(r *http.Request) error {
-	if len(r.URL.Query()["dryRun"]) > 0 {
-		return apierrors.NewBadRequest("dryRun is not supported by this server")
-	}
-	return nil
-}
-
 // writeWarnings adds Warning headers, as kube-apiserver does for unknown
 // fields under fieldValidation=Warn.
 func writeWarnings(w http.ResponseWriter, warnings []string) {
@@ -107,9 +99,6 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 // object.
 func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []string, error) {
 	ctx := r.Context()
-	if err := rejectDryRun(r); err != nil {
-		return nil, nil, err
-	}
 	validation, err := fieldValidation(r)
 	if err != nil {
 		return nil, nil, err
@@ -201,10 +190,6 @@ func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.
 // serveUpdate answers PUT on an object or its status.
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	ctx := r.Context()
-	if err := rejectDryRun(r); err != nil {
-		writeError(w, err)
-		return
-	}
 	validation, err := fieldValidation(r)
 	if err != nil {
 		writeError(w, err)

@@ -19,10 +19,6 @@ import (
 // overwrite it.
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	ctx := r.Context()
-	if err := rejectDryRun(r); err != nil {
-		writeError(w, err)
-		return
-	}
 	validation, err := fieldValidation(r)
 	if err != nil {
 		writeError(w, err)

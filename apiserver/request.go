@@ -191,6 +191,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 	defer release()
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
+	if mutatingMethod(r.Method) {
+		dry, err := dryRunQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if dry {
+			ctx = withDryRun(ctx)
+		}
+	}
 	r = r.WithContext(ctx)
 	switch {
 	case ri.verb == VerbGet && ri.subresource == subScale:

@@ -199,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	classes := newPriorityClassCache(cfg.Store, cfg.Logger)
 	s := &Server{
-		cfg: cfg, tokens: tokenTable(cfg.Tokens), identities: identities, store: cachingStore{Store: cfg.Store, classes: classes}, classes: classes,
+		cfg: cfg, tokens: tokenTable(cfg.Tokens), identities: identities, store: dryRunStore{Store: cachingStore{Store: cfg.Store, classes: classes}, clock: cfg.Clock}, classes: classes,
 		reg: reg, limits: newInflight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight),
 		log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel, fp: fpctx.For(storeID(cfg.Store)),
