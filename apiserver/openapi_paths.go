@@ -48,6 +48,8 @@ var (
 		"fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict"}
 	paramFieldManager = queryParam{"fieldManager", "string",
 		"fieldManager is a name associated with the actor or entity that is making these changes."}
+	paramDryRun = queryParam{"dryRun", "string",
+		"When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed"}
 	paramForce = queryParam{"force", "boolean",
 		"Force is going to \"force\" Apply requests. It means user will re-acquire conflicting fields owned by other people."}
 	listParams = []queryParam{
@@ -62,9 +64,10 @@ var (
 		{"timeoutSeconds", "integer", "Timeout for the list/watch call."},
 		{"watch", "boolean", "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications."},
 	}
-	writeParams  = []queryParam{paramFieldManager, paramFieldValidation}
-	patchParams  = []queryParam{paramFieldManager, paramFieldValidation, paramForce}
+	writeParams  = []queryParam{paramDryRun, paramFieldManager, paramFieldValidation}
+	patchParams  = []queryParam{paramDryRun, paramFieldManager, paramFieldValidation, paramForce}
 	deleteParams = []queryParam{
+		paramDryRun,
 		{"gracePeriodSeconds", "integer", "The duration in seconds before the object should be deleted."},
 		{"propagationPolicy", "string", "Whether and how garbage collection will be performed."},
 	}
