@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,13 @@ func TestPetNotDuplicatedWhilePartitioned(t *testing.T) {
 	if ref := metav1.GetControllerOf(old); ref == nil || ref.Kind != "StatefulSet" || ref.Name != "db" {
 		t.Errorf("db-0 controller reference = %+v, want the StatefulSet db", ref)
 	}
-	if diff := cmp.Diff(map[string]string{"app": "db", controller.LabelPetName: "db-0", controller.LabelPetIndex: "0"}, old.Labels); diff != "" {
+	// The revision label names the template the pet was made from.
+	rev := old.Labels[appsv1.ControllerRevisionHashLabelKey]
+	if !strings.HasPrefix(rev, "db-") {
+		t.Errorf("db-0 revision label %q, want db-<hash>", rev)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "db", controller.LabelPetName: "db-0", controller.LabelPetIndex: "0",
+		appsv1.ControllerRevisionHashLabelKey: rev}, old.Labels); diff != "" {
 		t.Errorf("db-0 labels (-want +got):\n%s", diff)
 	}
 	const volume = "default.data-db-0"
