@@ -25,7 +25,7 @@ FAILPOINT_TMP      = tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; export TMPDI
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-loaded conformance-kube clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz
+.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-loaded conformance-kube kubectl-conformance clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,17 +40,19 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 	@# detector. The failpoint build's tests run beside the rest: most of
 	@# both is scenarios waiting in real time (run one after the other they
 	@# kept one of two CPUs busy), so side by side they take the longer of
-	@# the two rather than the sum. Their output follows the rest.
+	@# the two rather than the sum; kubectl's conformance script follows
+	@# them there (its build is most of its time). Their output follows the
+	@# rest.
 	@fplog=$$(mktemp); \
-	$(MAKE) --no-print-directory test-failpoints > $$fplog 2>&1 & fp=$$!; \
+	{ $(MAKE) --no-print-directory test-failpoints; a=$$?; $(MAKE) --no-print-directory kubectl-conformance; exit $$((a | $$?)); } > $$fplog 2>&1 & fp=$$!; \
 	rc=0; \
 	echo "PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(PKGS)"; \
 	PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(PKGS) || rc=1; \
 	echo "$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/"; \
 	$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/ || rc=1; \
 	$(MAKE) --no-print-directory oracle || rc=1; \
-	wait $$fp || { rc=1; echo "make test-failpoints FAILED"; }; \
-	echo "== make test-failpoints (run beside the tests above):"; cat $$fplog; rm -f $$fplog; \
+	wait $$fp || { rc=1; echo "make test-failpoints or kubectl-conformance FAILED"; }; \
+	echo "== make test-failpoints, then kubectl-conformance (run beside the tests above):"; cat $$fplog; rm -f $$fplog; \
 	exit $$rc
 
 # The differential oracle: podsafe's scheduler plugins and graceful deletion
@@ -59,6 +61,13 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 # k8s.io/kubernetes.
 oracle: ## differential tests against upstream kube-scheduler and kube-apiserver (nested module)
 	cd oracle && $(GO) test -count=1 -timeout 10m ./...
+
+# kubectl's conformance script: kubectl itself (k8s.io/kubectl at the
+# release of podsafe's client-go, run in process) against the embedded
+# cluster as cluster up serves it, asserting what it prints. A nested module
+# (kubectlconf/go.mod), so the main module does not depend on kubectl.
+kubectl-conformance: ## kubectl against the embedded cluster: columns, paging, explain, logs, dry runs, errors, identities, rollouts (nested module)
+	cd kubectlconf && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # Built to a temporary name and renamed: a build running the previous
 # binary is not disturbed.
