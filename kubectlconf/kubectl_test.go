@@ -17,6 +17,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/target/kube"
+	"github.com/podsafe/podsafe/target/kube/binaries"
 )
 
 // fatal is what kubectl would have exited with: its message and code.
@@ -31,6 +33,7 @@ type env struct {
 	t          *testing.T
 	kubeconfig string
 	cacheDir   string
+	kube       bool // the kube target
 }
 
 // startCluster starts a one-member cluster with two nodes, its kubelets,
@@ -65,6 +68,64 @@ func startCluster(t *testing.T) *env {
 	e := &env{t: t, kubeconfig: filepath.Join(dir, "podsafe.kubeconfig"), cacheDir: filepath.Join(dir, "cache")}
 	if _, err := c.WriteKubeconfig(e.kubeconfig, "https://"+tcp.Addr().String(), cert.CAPEM); err != nil {
 		t.Fatal(err)
+	}
+	return e
+}
+
+// startKube starts the kube target as `podsafe cluster up --target kube`
+// does — real etcd, kube-apiserver, kube-scheduler and
+// kube-controller-manager, with podsafe's kubelets as two nodes — or skips
+// when its binaries are not built (PODSAFE_KUBE=1, as make test sets it:
+// fails instead).
+func startKube(t *testing.T) *env {
+	t.Helper()
+	bins, err := binaries.Cached(binaries.Options{})
+	if err != nil {
+		if os.Getenv("PODSAFE_KUBE") == "1" {
+			t.Fatalf("kube binaries: %v", err)
+		}
+		t.Skipf("kube binaries not built (make kube-binaries): %v", err)
+	}
+	dir := t.TempDir()
+	c, err := kube.New(kube.Config{Dir: filepath.Join(dir, "kube"), Binaries: bins, Etcd: 1, APIServers: 1, Network: kube.NetworkLoopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	topo := cluster.DefaultTopology(1, 2, 1)
+	var names []string
+	var nodes []kube.NodeSpec
+	for _, n := range topo.Nodes {
+		names = append(names, n.Name)
+		nodes = append(nodes, kube.NodeSpec{Name: n.Name, Labels: n.Labels, Taints: n.Taints})
+	}
+	if err := c.Start(ctx, names); err != nil {
+		t.Fatalf("starting the kube target: %v (logs in %s)", err, dir)
+	}
+	if err := c.StartStorage(ctx, kube.StorageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartKubelets(ctx, nodes, kube.KubeletOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, kubeconfig: filepath.Join(dir, "kube.kubeconfig"), cacheDir: filepath.Join(dir, "cache"), kube: true}
+	if _, err := c.WriteKubeconfig(e.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	// kube-controller-manager creates each namespace's default service
+	// account, which pods need, shortly after it starts.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		_, err := e.kubectl("get", "serviceaccount", "default")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no default service account: %v", err)
+		}
+		time.Sleep(time.Second)
 	}
 	return e
 }
@@ -132,9 +193,25 @@ func header(out string) string {
 	return strings.Join(strings.Fields(line), " ")
 }
 
+// TestKubectl drives the embedded cluster through every step; the steps
+// both targets serve alike run on the kube target too, which makes this a
+// differential test of podsafe's API server against kube-apiserver.
 func TestKubectl(t *testing.T) {
 	e := startCluster(t)
+	common(t, e)
+	embeddedOnly(t, e)
+}
 
+func TestKubectlOnKube(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the kube target starts real processes; skipped in -short")
+	}
+	common(t, startKube(t))
+}
+
+// common are the steps podsafe's API server and kube-apiserver answer
+// alike.
+func common(t *testing.T, e *env) {
 	// get: kube-apiserver's columns.
 	nodes := e.must("get", "nodes")
 	if h := header(nodes); h != "NAME STATUS ROLES AGE VERSION" {
@@ -142,7 +219,7 @@ func TestKubectl(t *testing.T) {
 	}
 	contains(t, "get nodes", nodes, "node-0", "Ready")
 	e.must("run", "web", "--image=nginx")
-	e.must("wait", "--for=condition=Ready", "pod/web", "--timeout=120s")
+	e.must("wait", "--for=condition=Ready", "pod/web", "--timeout=180s")
 	pods := e.must("get", "pods", "-o", "wide")
 	if h := header(pods); h != "NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES" {
 		t.Errorf("get pods -o wide header %q:\n%s", h, pods)
@@ -160,11 +237,7 @@ func TestKubectl(t *testing.T) {
 
 	// explain reads the served OpenAPI schemas.
 	contains(t, "explain", e.must("explain", "pods.spec.containers"), "KIND:", "Pod", "FIELD:", "containers", "image")
-	e.refused(`the server doesn't have a resource type "deployments"`, "explain", "deployments")
-
-	// logs of a simulated container.
-	contains(t, "logs", e.must("logs", "web"), "podsafe simulated container web of pod default/web started (attempt 0)")
-	e.refused("simulated containers run no processes", "exec", "web", "--", "ls")
+	e.refused(`the server doesn't have a resource type "deployment`, "explain", "deploymentz")
 
 	// Server-side dry run writes nothing.
 	if out := e.must("run", "dry", "--image=nginx", "--dry-run=server", "-o", "name"); strings.TrimSpace(out) != "pod/dry" {
@@ -175,19 +248,6 @@ func TestKubectl(t *testing.T) {
 	if labels := e.must("get", "pod", "web", "-o", "jsonpath={.metadata.labels}"); strings.Contains(labels, "dry") {
 		t.Errorf("a dry-run label stuck: %s", labels)
 	}
-
-	// A patch that does not apply names the object, the field and the op.
-	e.refused(`The Pod "web" is invalid: metadata.labels.run: operation 0 of the JSON patch (test /metadata/labels/run) failed`,
-		"patch", "pod", "web", "--type=json", "-p", `[{"op":"test","path":"/metadata/labels/run","value":"nope"}]`)
-
-	// Identity: whoami, can-i, a context per component, impersonation.
-	contains(t, "auth whoami", e.must("auth", "whoami"), "admin", "system:masters")
-	if out := e.must("auth", "can-i", "delete", "pods", "--as=pet-controller"); strings.TrimSpace(out) != "yes" {
-		t.Errorf("can-i delete pods as pet-controller: %q", out)
-	}
-	contains(t, "get pods as scheduler", e.must("--context", "scheduler", "get", "pods"), "web")
-	e.refused("PS-9", "--context", "pet-controller", "delete", "pod", "web", "--force", "--grace-period=0")
-	e.refused(`cannot impersonate resource "users"`, "--context", "scheduler", "get", "pods", "--as=admin")
 
 	// A StatefulSet rolls out, restarts and rolls out again.
 	manifest := filepath.Join(t.TempDir(), "db.yaml")
@@ -206,7 +266,7 @@ spec:
 		t.Fatal(err)
 	}
 	e.must("apply", "-f", manifest)
-	contains(t, "rollout status", e.must("rollout", "status", "statefulset/db", "--timeout=180s"), "roll")
+	contains(t, "rollout status", e.must("rollout", "status", "statefulset/db", "--timeout=300s"), "roll")
 	e.must("rollout", "restart", "statefulset/db")
 	contains(t, "rollout status after a restart", e.must("rollout", "status", "statefulset/db", "--timeout=300s"), "roll")
 	sts := e.must("get", "statefulset", "db", "-o", "jsonpath={.status.updatedReplicas}/{.status.replicas} {.status.currentRevision}={.status.updateRevision}")
@@ -215,4 +275,26 @@ spec:
 	if counts != "2/2" || cur != upd || cur == "" {
 		t.Errorf("after the restart's rollout: %q", sts)
 	}
+}
+
+// embeddedOnly are the steps only the embedded cluster serves as asserted:
+// its simulated containers' logs, its identities, and error bodies better
+// than kube-apiserver's.
+func embeddedOnly(t *testing.T, e *env) {
+	contains(t, "logs", e.must("logs", "web"), "podsafe simulated container web of pod default/web started (attempt 0)")
+	e.refused("simulated containers run no processes", "exec", "web", "--", "ls")
+
+	// A patch that does not apply names the object, the field and the op
+	// (kube-apiserver says The  "" is invalid).
+	e.refused(`The Pod "web" is invalid: metadata.labels.run: operation 0 of the JSON patch (test /metadata/labels/run) failed`,
+		"patch", "pod", "web", "--type=json", "-p", `[{"op":"test","path":"/metadata/labels/run","value":"nope"}]`)
+
+	// Identity: whoami, can-i, a context per component, impersonation.
+	contains(t, "auth whoami", e.must("auth", "whoami"), "admin", "system:masters")
+	if out := e.must("auth", "can-i", "delete", "pods", "--as=pet-controller"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("can-i delete pods as pet-controller: %q", out)
+	}
+	contains(t, "get pods as scheduler", e.must("--context", "scheduler", "get", "pods"), "web")
+	e.refused("PS-9", "--context", "pet-controller", "delete", "pod", "web", "--force", "--grace-period=0")
+	e.refused(`cannot impersonate resource "users"`, "--context", "scheduler", "get", "pods", "--as=admin")
 }
