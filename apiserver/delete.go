@@ -388,9 +388,17 @@ func ceilSecond(t time.Time) time.Time {
 	return t
 }
 
+// immortalNamespaces are the namespaces no one may delete, as in
+// kube-apiserver.
+var immortalNamespaces = map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true}
+
 // deleteNow deletes a non-pod object at once, after its preconditions and
 // the authority rules; a compare-and-swap on the resourceVersion it checked.
 func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.DeleteOptions, verb string) (runtime.Object, error) {
+	if ri.res.gr == grNamespaces && immortalNamespaces[ri.name] {
+		// kube-apiserver's NamespaceLifecycle admission.
+		return nil, apierrors.NewForbidden(ri.res.gr, ri.name, errors.New("this namespace may not be deleted"))
+	}
 	key := ri.key()
 	for attempt := 0; ; attempt++ {
 		stored, err := s.store.Get(ctx, key)

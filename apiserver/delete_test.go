@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -416,5 +417,27 @@ func TestDeleteCollection(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after deletecollection (-want +got):\n%s", diff)
+	}
+}
+
+// The namespaces a cluster starts with may not be deleted, as
+// kube-apiserver's NamespaceLifecycle admission refuses it.
+func TestImmortalNamespaces(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	c := e.client(IdentityAdmin).CoreV1().Namespaces()
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, "mortal"} {
+		if _, err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic} {
+		err := c.Delete(ctx, ns, metav1.DeleteOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
+			t.Errorf("deleting %s: %v, want 403", ns, err)
+		}
+	}
+	if err := c.Delete(ctx, "mortal", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting another namespace: %v", err)
 	}
 }

@@ -202,6 +202,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.WaitLeader(ctx); err != nil {
 		return errors.Join(err, c.Close())
 	}
+	if err := c.createSystemNamespaces(ctx); err != nil {
+		return errors.Join(err, c.Close())
+	}
 	register := c.registerNodes
 	if c.cfg.Kubelets {
 		register = c.startKubelets
@@ -321,6 +324,35 @@ func (c *Cluster) Close() error {
 	}
 	errs = append(errs, c.net.Close())
 	return errors.Join(errs...)
+}
+
+// SystemNamespaces are the namespaces a cluster starts with, as
+// kube-apiserver creates them: default, kube-system, kube-public and
+// kube-node-lease (the nodes' Leases).
+var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// createSystemNamespaces creates SystemNamespaces as admin, those a durable
+// cluster already has left as they are.
+func (c *Cluster) createSystemNamespaces(ctx context.Context) error {
+	cs, err := c.Clientset(apiserver.IdentityAdmin, ClientOptions{})
+	if err != nil {
+		return err
+	}
+	for _, name := range SystemNamespaces {
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := cs.CoreV1().Namespaces().Create(rctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			cancel()
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("creating namespace %s: %w", name, err)
+			}
+			time.Sleep(100 * time.Millisecond) // a leader change under way
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) registerNodes(ctx context.Context) error {

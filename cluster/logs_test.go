@@ -8,8 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/kubelet"
 )
 
@@ -52,4 +54,22 @@ func readLog(t *testing.T, cs kubernetes.Interface, pod string, previous bool) s
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A cluster starts with kube-apiserver's namespaces.
+func TestSystemNamespaces(t *testing.T) {
+	_, _, cs := startKubeletCluster(t, 1)
+	list, err := cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, ns := range list.Items {
+		have[ns.Name] = true
+	}
+	for _, ns := range cluster.SystemNamespaces {
+		if !have[ns] {
+			t.Errorf("namespace %s missing; have %v", ns, have)
+		}
+	}
 }

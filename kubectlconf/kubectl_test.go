@@ -218,6 +218,9 @@ func common(t *testing.T, e *env) {
 		t.Errorf("get nodes header %q:\n%s", h, nodes)
 	}
 	contains(t, "get nodes", nodes, "node-0", "Ready")
+	// The namespaces a cluster starts with, undeletable.
+	contains(t, "get namespaces", e.must("get", "namespaces"), "default", "kube-system", "kube-public", "kube-node-lease", "Active")
+	e.refused("this namespace may not be deleted", "delete", "namespace", "kube-public")
 	e.must("run", "web", "--image=nginx")
 	e.must("wait", "--for=condition=Ready", "pod/web", "--timeout=180s")
 	pods := e.must("get", "pods", "-o", "wide")
