@@ -90,13 +90,22 @@ func knobType(t reflect.Type) (string, bool) {
 	case reflect.String:
 		return "string", true
 	case reflect.Array:
-		elem, ok := knobType(t.Elem())
-		return fmt.Sprintf("list of %d %ss", t.Len(), strings.SplitN(elem, " ", 2)[0]), ok
+		elems, ok := knobElems(t.Elem())
+		return fmt.Sprintf("list of %d %s", t.Len(), elems), ok
 	case reflect.Slice:
-		elem, ok := knobType(t.Elem())
-		return fmt.Sprintf("list of %ss", strings.SplitN(elem, " ", 2)[0]), ok
+		elems, ok := knobElems(t.Elem())
+		return "list of " + elems, ok
 	}
 	return "", false
+}
+
+// knobElems names the values of a list's elements of type t, in the plural.
+func knobElems(t reflect.Type) (string, bool) {
+	typ, ok := knobType(t)
+	if typ == "true or false" {
+		return "booleans", ok
+	}
+	return typ + "s", ok
 }
 
 // knobName is f's JSON name when it has one, else its Go name with the

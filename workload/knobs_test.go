@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,22 @@ func TestVariantsAreData(t *testing.T) {
 		if _, err := parseVariant([]byte(bad), "bad.yaml"); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
 			t.Errorf("variant %q: %v", bad, err)
 		}
+	}
+}
+
+func TestKnobTypeNames(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{[3]bool{}, "list of 3 booleans"}, {[]bool{}, "list of booleans"}, {[]string{}, "list of strings"},
+		{[2]int{}, "list of 2 integers"}, {[]time.Duration{}, "list of durations"}, {1.5, "number"},
+	} {
+		if got, ok := knobType(reflect.TypeOf(tc.v)); !ok || got != tc.want {
+			t.Errorf("%T: %q, %v; want %q", tc.v, got, ok, tc.want)
+		}
+	}
+	if _, ok := knobType(reflect.TypeOf([]func(){})); ok {
+		t.Error("a list of functions is a knob")
 	}
 }
