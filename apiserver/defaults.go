@@ -48,6 +48,8 @@ func applyDefaults(obj runtime.Object) {
 		defaultStatefulSet(o)
 	case *appsv1.ReplicaSet:
 		defaultReplicaSet(o)
+	case *appsv1.Deployment:
+		defaultDeployment(o)
 	case *schedulingv1.PriorityClass:
 		defaultPriorityClass(o)
 	}

@@ -255,6 +255,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		replicas, current, selector = derefReplicas(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *appsv1.ReplicaSet:
 		replicas, current, selector = derefReplicas(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.Deployment:
+		replicas, current, selector = derefReplicas(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	default:
 		return nil, apierrors.NewInternalError(fmt.Errorf("%T has no scale", obj))
 	}
@@ -280,6 +282,8 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	}
 }

@@ -77,6 +77,8 @@ var resourceTable = []resourceSpec{
 		shortNames: []string{"pdb"}, subresources: []string{subStatus}, resetStatusOnCreate: true},
 	{group: "apps", version: "v1", resource: "statefulsets", kind: "StatefulSet", namespaced: true,
 		shortNames: []string{"sts"}, subresources: []string{subStatus, subScale}, resetStatusOnCreate: true},
+	{group: "apps", version: "v1", resource: "deployments", kind: "Deployment", namespaced: true,
+		shortNames: []string{"deploy"}, subresources: []string{subStatus, subScale}, resetStatusOnCreate: true},
 	{group: "apps", version: "v1", resource: "replicasets", kind: "ReplicaSet", namespaced: true,
 		shortNames: []string{"rs"}, subresources: []string{subStatus, subScale}, resetStatusOnCreate: true,
 		fields: replicaSetFields, fieldNames: []string{"status.replicas"}},

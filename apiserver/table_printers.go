@@ -163,6 +163,7 @@ var tablePrinters = map[schema.GroupKind]tablePrinter{
 		names, images := containerCells(sts.Spec.Template.Spec.Containers)
 		return []any{sts.Name, fmt.Sprintf("%d/%d", sts.Status.ReadyReplicas, desired), age(sts.CreationTimestamp, now), names, images}, nil
 	}},
+	{Group: "apps", Kind: "Deployment"}: deploymentPrinter,
 	{Group: "apps", Kind: "ReplicaSet"}: {columns: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name", Description: nameDoc},
 		{Name: "Desired", Type: "integer", Description: appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]},

@@ -96,6 +96,8 @@ func validateUpdate(res *resourceInfo, old, obj runtime.Object) error {
 		errs = append(errs, validatePriorityClassUpdate(o, obj.(*schedulingv1.PriorityClass))...)
 	case *appsv1.StatefulSet:
 		errs = append(errs, validateStatefulSetUpdate(o, obj.(*appsv1.StatefulSet))...)
+	case *appsv1.Deployment:
+		errs = append(errs, validateDeploymentUpdate(o, obj.(*appsv1.Deployment))...)
 	case *appsv1.ReplicaSet:
 		errs = append(errs, apivalidation.ValidateImmutableField(obj.(*appsv1.ReplicaSet).Spec.Selector, o.Spec.Selector,
 			field.NewPath("spec", "selector"))...)
@@ -119,6 +121,8 @@ func validateSpec(obj runtime.Object) field.ErrorList {
 		return validateStatefulSet(o)
 	case *appsv1.ReplicaSet:
 		return validateReplicaSet(o)
+	case *appsv1.Deployment:
+		return validateDeployment(o)
 	case *policyv1.PodDisruptionBudget:
 		return validatePDB(o)
 	case *corev1.Service:
