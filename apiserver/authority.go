@@ -50,7 +50,11 @@ const (
 	// most one pet per identity by (PS-11).
 	RulePetSet = "PS-11"
 	// RuleReplicaSet: a ReplicaSet's replicas and status are the
-	// availability the ReplicaSet controller keeps (PS-7).
+	// availability the ReplicaSet controller keeps (PS-7). A Deployment's
+	// ReplicaSets are written by the deployment controller, which scales
+	// them within maxSurge and maxUnavailable and never touches pods, so
+	// the ReplicaSet controller stays the only writer of their pods;
+	// Deployments fall under the same rule.
 	RuleReplicaSet = "PS-7"
 	// RuleDisruptionBudget: budgets and their allowed disruptions are what
 	// preemption and eviction honour (PR-7).
@@ -73,6 +77,7 @@ var resourceRules = map[schema.GroupResource]string{
 	grVolumeAttachments: RuleAttach,
 	grStatefulSets:      RulePetSet,
 	grReplicaSets:       RuleReplicaSet,
+	grDeployments:       RuleReplicaSet,
 	grPDBs:              RuleDisruptionBudget,
 	grPriorityClasses:   RulePriorityClass,
 	grEvents:            RuleEvent,

@@ -29,6 +29,9 @@ const (
 	IdentityPetController = "pet-controller"
 	// IdentityReplicaSetController runs the ReplicaSet controller (PS-7).
 	IdentityReplicaSetController = "replicaset-controller"
+	// IdentityDeploymentController runs the deployment controller: it
+	// writes ReplicaSets and the Deployments' status, never pods (PS-7).
+	IdentityDeploymentController = "deployment-controller"
 	// IdentityFencingController fences partitioned nodes and may force delete
 	// the pods of a node whose fence is confirmed (PS-14).
 	IdentityFencingController = "fencing-controller"
@@ -84,7 +87,7 @@ func KubeletNode(identity string) (string, bool) {
 func KnownIdentity(identity string) bool {
 	switch identity {
 	case IdentityAdmin, IdentityScheduler, IdentityNodeController, IdentityPodGC,
-		IdentityPetController, IdentityReplicaSetController, IdentityFencingController,
+		IdentityPetController, IdentityReplicaSetController, IdentityDeploymentController, IdentityFencingController,
 		IdentityWorkload, IdentityAttachDetachController, IdentityDisruptionController:
 		return true
 	}
@@ -203,6 +206,7 @@ var (
 	grEventsV1     = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 	grStatefulSets = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
 	grReplicaSets  = schema.GroupResource{Group: "apps", Resource: "replicasets"}
+	grDeployments  = schema.GroupResource{Group: "apps", Resource: "deployments"}
 )
 
 // Write verb sets of the grant table.
@@ -252,6 +256,14 @@ var writeGrants = map[string][]Grant{
 		{Resource: grPods, Verbs: []string{VerbCreate, VerbDelete}},
 		{Resource: grReplicaSets, Subresource: subStatus, Verbs: verbsUpdate},
 	},
+	// controller/deployment*.go: ReplicaSets created, scaled and
+	// annotated, old ones deleted past the revision history, the
+	// Deployments' status. Pods are left to the ReplicaSet controller.
+	IdentityDeploymentController: {
+		{Resource: grReplicaSets, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grReplicaSets, Subresource: subScale, Verbs: verbsUpdate},
+		{Resource: grDeployments, Subresource: subStatus, Verbs: verbsUpdate},
+	},
 	// controller/attachdetach.go: attachments created, marked attached
 	// and deleted.
 	IdentityAttachDetachController: {
@@ -287,6 +299,8 @@ var writeGrants = map[string][]Grant{
 		{Resource: grStatefulSets, Subresource: subScale, Verbs: verbsUpdate},
 		{Resource: grReplicaSets, Verbs: verbsAll},
 		{Resource: grReplicaSets, Subresource: subScale, Verbs: verbsUpdate},
+		{Resource: grDeployments, Verbs: verbsAll},
+		{Resource: grDeployments, Subresource: subScale, Verbs: verbsUpdate},
 		{Resource: grPDBs, Verbs: verbsAll},
 		{Resource: grLeases, Verbs: verbsAll},
 		{Resource: grServices, Verbs: verbsAll},
