@@ -149,7 +149,7 @@ func registry() []checkerDef {
 			Description: "from the storage's ledger entries: the writes of two pods to one RWO volume never interleave, and a node refused as fenced writes no more",
 			Guarantees:  storageGuarantees,
 		},
-		applies: ledgerHas(history.LedgerWrite, history.LedgerWriteRefused),
+		applies: ledgerHas(history.LedgerWrite, history.LedgerWriteRefused, history.LedgerWriteStale),
 		check:   onHistory(CheckStorage),
 	}, {
 		Info: Info{

@@ -27,11 +27,23 @@ var storageGuarantees = []string{"PS-15", "PS-14"}
 //     of A stopped was sent before and delayed by the network (a storage
 //     partition holds it): PS-15 orders executions and cannot prevent that,
 //     so it is reported as expected evidence, not judged.
+//
 //   - PS-14: once the server refused a write from node N (N was fenced at the
 //     storage), it accepts no later write from N. The history records no
 //     unfence, so such a write is reported even though an admin may have
 //     unfenced N on purpose; the description says so and names any admin
 //     write to node N after the refusal (unfencing updates the node too).
+//
+//   - A storage comparing fencing tokens (the storageFencingTokens policy,
+//     recorded in the history's log as LogStorageFencingTokens, or any
+//     write-stale entry, which only such a storage writes) refuses a write
+//     whose attachment token is below the highest it accepted for the
+//     volume. Per volume, an accepted write with such a token is one it
+//     would refuse: on a storage that compares, accepting it breaks PS-15
+//     (a superseded attachment wrote after its successor); on one that
+//     does not, they are counted (they are the interleavings and late
+//     writes above). Equal tokens are the same attachment (a pod replaced
+//     on the node its volume stays attached to): not stale.
 //
 // It is pure, O(n) in the ledger (plus O(n) in the API history for the
 // descriptions), and answers Unknown when ctx ends or opts.Timeout passes
@@ -48,6 +60,10 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 		violations int
 	}
 	vols := map[string]*volume{}
+	compares := storageComparesTokens(h)
+	highest := map[string]int{} // volume -> its accepted write with the highest token
+	var stale []Evidence        // accepted writes below the volume's highest token
+	nStale, nStaleRefused := 0, 0
 	refused := map[string]int{}  // node -> its first refused write
 	back := map[string]bool{}    // nodes already reported
 	running := map[string]int{}  // UID -> containers running, from the runtime's entries
@@ -76,6 +92,11 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 				refused[e.Node] = i
 			}
 			continue
+		case history.LedgerWriteStale:
+			res.Stats.Ops++
+			nStaleRefused++
+			compares = true
+			continue
 		case history.LedgerWrite:
 			res.Stats.Ops++
 		default:
@@ -87,6 +108,16 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 			nFenceBroken++
 			if len(fenceBroken) < opts.maxEvidence() {
 				fenceBroken = append(fenceBroken, fenceBrokenEvidence(h, j, i))
+			}
+		}
+		isStale := false
+		if j, ok := highest[e.Volume]; !ok || e.Token > ledger[j].Token {
+			highest[e.Volume] = i
+		} else if e.Token < ledger[j].Token {
+			isStale = true
+			nStale++
+			if len(stale) < opts.maxEvidence() {
+				stale = append(stale, staleEvidence(ledger, j, i))
 			}
 		}
 		v := vols[e.Volume]
@@ -107,6 +138,11 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 			// delivered a write sent before that, late. Kubernetes'
 			// ordering of executions cannot prevent it; only a storage
 			// that compares fencing tokens could. Reported, not judged.
+			if isStale && compares {
+				// A storage that compares should have refused it:
+				// judged as stale below, not expected.
+				continue
+			}
 			nLate++
 			if len(late) < opts.maxEvidence() {
 				ev := interleaveEvidence(ledger, e.Volume, last, v.endedBy[w], i)
@@ -131,7 +167,11 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 		v.cur, v.curLast = w, i
 	}
 	res.Stats.Keys = len(vols)
-	res.Evidence = append(append(interleaved, fenceBroken...), late...)
+	staleBroken := compares && nStale > 0
+	if staleBroken {
+		res.Evidence = append(res.Evidence, stale...)
+	}
+	res.Evidence = append(append(append(res.Evidence, interleaved...), fenceBroken...), late...)
 	if res.Stats.Ops == 0 {
 		return res.finish(Unknown, "not checked: the ledger records no storage write")
 	}
@@ -141,11 +181,23 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 		lateNote = fmt.Sprintf("; %s of stopped containers arrived late, after another pod's (delayed by the network; not a violation of PS-15, which orders executions)",
 			count(nLate, "write"))
 	}
-	if nInterleaved == 0 && nFenceBroken == 0 {
-		return res.finish(Ok, fmt.Sprintf("%s over %s never interleaved two running pods, and no node wrote again once the storage refused it as fenced (%s)%s",
-			count(res.Stats.Checked, "accepted write"), count(len(vols), "volume"), count(len(refused), "fenced node"), lateNote))
+	tokenNote := ""
+	switch {
+	case compares:
+		tokenNote = fmt.Sprintf("; the storage compares fencing tokens and refused %s", count(nStaleRefused, "stale write"))
+	case nStale > 0:
+		tokenNote = fmt.Sprintf("; %s carried a token below one the storage had accepted for the volume (a storage comparing fencing tokens would refuse them; this one does not compare)",
+			count(nStale, "accepted write"))
+	}
+	if nInterleaved == 0 && nFenceBroken == 0 && !staleBroken {
+		return res.finish(Ok, fmt.Sprintf("%s over %s never interleaved two running pods, and no node wrote again once the storage refused it as fenced (%s)%s%s",
+			count(res.Stats.Checked, "accepted write"), count(len(vols), "volume"), count(len(refused), "fenced node"), lateNote, tokenNote))
 	}
 	var parts []string
+	if staleBroken {
+		parts = append(parts, fmt.Sprintf("the storage compares fencing tokens, yet accepted %s whose token was below one it had accepted for the volume (PS-15: a superseded attachment wrote after its successor), first volume %s",
+			count(nStale, "write"), stale[0].Key))
+	}
 	if nInterleaved > 0 {
 		parts = append(parts, fmt.Sprintf("%s interleaved the writes of two pods (PS-15), first volume %s", count(nInterleaved, "volume"), interleaved[0].Key))
 	}
@@ -153,7 +205,34 @@ func CheckStorage(ctx context.Context, h *history.History, opts Options) Result 
 		parts = append(parts, fmt.Sprintf("%s wrote again after the storage had refused it as fenced (PS-14, unless an admin unfenced it, which the history does not record), first node %s",
 			count(nFenceBroken, "node"), fenceBroken[0].Key))
 	}
-	return res.finish(Illegal, strings.Join(parts, "; ")+lateNote)
+	return res.finish(Illegal, strings.Join(parts, "; ")+lateNote+tokenNote)
+}
+
+// LogStorageFencingTokens is the attribute of a history log line (the run's
+// policies) saying the storage compares fencing tokens ("true").
+const LogStorageFencingTokens = "storageFencingTokens"
+
+// storageComparesTokens reports whether the history says its storage
+// compares fencing tokens.
+func storageComparesTokens(h *history.History) bool {
+	for _, l := range h.Logs {
+		if l.Attrs[LogStorageFencingTokens] == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// staleEvidence shows the write that set the volume's highest token and a
+// later accepted write with a lower one.
+func staleEvidence(ledger []history.LedgerEntry, top, staleAt int) Evidence {
+	t, s := ledger[top], ledger[staleAt]
+	return Evidence{
+		Key: s.Volume,
+		Description: fmt.Sprintf("volume %s: the storage accepted a write of pod %s (UID %s, node %s) with token %d at %s, then one of pod %s (UID %s, node %s) with the lower token %d at %s, which a storage comparing fencing tokens refuses",
+			s.Volume, entryPod(&t), uidKey(&t), t.Node, t.Token, at(ledger, top), entryPod(&s), uidKey(&s), s.Node, s.Token, at(ledger, staleAt)),
+		Ledger: ledgerEntries(ledger, top, staleAt),
+	}
 }
 
 // interleaveEvidence shows writer A's write, the write of another pod that

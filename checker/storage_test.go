@@ -97,3 +97,64 @@ func TestStorageEmpty(t *testing.T) {
 	b := (&hb{}).led(1, history.LedgerStart, "n1", "web-0", "a")
 	mustVerdict(t, CheckStorage(bg, b.history(), Options{}), Unknown)
 }
+
+// tokens says the run's storage compares fencing tokens, as the policy
+// line of a history does.
+func (b *hb) tokens() *hb {
+	b.h.Logs = append(b.h.Logs, history.LogEntry{Msg: "cluster policies", Attrs: map[string]string{LogStorageFencingTokens: "true"}})
+	return b
+}
+
+// A storage that compares fencing tokens accepted a superseded
+// attachment's write after its successor's: PS-15, with the two writes as
+// evidence. On a storage that does not compare, the same ledger is the
+// late write of a stopped container (expected), and the summary counts the
+// write such a storage would have refused.
+func TestStorageStaleTokenAccepted(t *testing.T) {
+	ledger := func(b *hb) *hb {
+		return b.led(1, history.LedgerStart, "n1", "web-0", "a").
+			led(2, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 5)).
+			led(3, history.LedgerExit, "n1", "web-0", "a").
+			led(4, history.LedgerStart, "n2", "web-0", "b").
+			led(5, history.LedgerWrite, "n2", "web-0", "b", vol("v0", 9)).
+			led(6, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 5))
+	}
+	res := mustVerdict(t, CheckStorage(bg, ledger((&hb{}).tokens()).history(), Options{}), Illegal)
+	ev := res.Evidence[0]
+	if diff := cmp.Diff([]string{"b:write", "a:write"}, evidenceActions(ev)); diff != "" {
+		t.Errorf("evidence entries (-want +got):\n%s", diff)
+	}
+	mustMention(t, "description", ev.Description, "token 9", "lower token 5", "refuses")
+	mustMention(t, "summary", res.Summary, "compares fencing tokens", "PS-15", "v0")
+	for _, e := range res.Evidence {
+		if e.Expected {
+			t.Errorf("a stale write on a storage that compares is not expected: %s", e.Description)
+		}
+	}
+
+	res = mustVerdict(t, CheckStorage(bg, ledger(&hb{}).history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "arrived late", "1 accepted write carried a token below", "does not compare")
+}
+
+// A storage that compares refused the stale write: Ok, and the summary
+// counts the refusal; a write-stale entry alone says the storage compares.
+// The node is not fenced: its later writes with a fresh token are no PS-14
+// breach.
+func TestStorageStaleTokenRefused(t *testing.T) {
+	b := &hb{}
+	b.led(1, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 5)).
+		led(2, history.LedgerWrite, "n2", "web-0", "b", vol("v0", 9)).
+		led(3, history.LedgerWriteStale, "n1", "web-0", "a", vol("v0", 5)).
+		led(4, history.LedgerWrite, "n1", "web-0", "c", vol("v0", 12))
+	res := mustVerdict(t, CheckStorage(bg, b.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "compares fencing tokens and refused 1 stale write")
+	if res.Stats.Ops != 4 || res.Stats.Checked != 3 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	// Equal tokens are one attachment (a pod replaced on the node its
+	// volume stayed attached to): not stale.
+	b = (&hb{}).tokens()
+	b.led(1, history.LedgerWrite, "n1", "web-0", "a", vol("v0", 5)).
+		led(2, history.LedgerWrite, "n1", "web-0", "b", vol("v0", 5))
+	mustVerdict(t, CheckStorage(bg, b.history(), Options{}), Ok)
+}

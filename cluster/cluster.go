@@ -83,6 +83,10 @@ type Config struct {
 	Controller ControllerOptions
 	// DisablePreemption turns the scheduler's preemption off (PR-13).
 	DisablePreemption bool
+	// StorageFencingTokens makes the shared storage compare fencing
+	// tokens (storage.Server.CompareTokens): a write whose attachment token
+	// is below one it accepted for the volume is refused.
+	StorageFencingTokens bool
 	// BypassAuthority switches the API servers' authority rules (who may
 	// force delete, PS-8..PS-10, PS-14) from refusing to logging: a planted
 	// weakness, so that the bug zoo can show the checkers catch a

@@ -44,6 +44,7 @@ func (c *Cluster) Storage() (*storage.Server, error) {
 	st := &c.storage
 	st.once.Do(func() {
 		st.srv = storage.NewServer(c.cfg.Ledger, c.clock)
+		st.srv.CompareTokens(c.cfg.StorageFencingTokens)
 		st.ln, st.err = c.net.Listen(StorageHost + ":" + StoragePort)
 		if st.err != nil {
 			st.err = fmt.Errorf("starting the storage server: %w", st.err)

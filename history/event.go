@@ -234,6 +234,9 @@ const (
 	// volume that the storage server accepted or refused (PS-15).
 	LedgerWrite        LedgerAction = "write"
 	LedgerWriteRefused LedgerAction = "write-refused"
+	// LedgerWriteStale: a storage comparing fencing tokens refused the
+	// write, its token being below one it had accepted for the volume.
+	LedgerWriteStale LedgerAction = "write-stale"
 	// LedgerPowerOff: the node lost power with the container running; it
 	// stopped at once, with no signal (a power fence, PS-14).
 	LedgerPowerOff LedgerAction = "power-off"

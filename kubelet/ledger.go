@@ -21,6 +21,9 @@ const (
 	// a container's write to a volume it accepted or refused (PS-15).
 	ActionWrite        LedgerAction = "write"
 	ActionWriteRefused LedgerAction = "write-refused"
+	// ActionWriteStale: a storage comparing fencing tokens refused the
+	// write because its token was below one it had accepted for the volume.
+	ActionWriteStale LedgerAction = "write-stale"
 	// ActionPowerOff: the node lost power with the container running; the
 	// container stopped at once, with no signal (a power fence, PS-14).
 	ActionPowerOff LedgerAction = "power-off"

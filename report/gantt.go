@@ -67,7 +67,7 @@ func executions(h *history.History) []*execution {
 			delete(open, k)
 		case history.LedgerWrite:
 			e.Writes++
-		case history.LedgerWriteRefused:
+		case history.LedgerWriteRefused, history.LedgerWriteStale:
 			e.Refused = append(e.Refused, l.T)
 		}
 	}

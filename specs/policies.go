@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
 )
@@ -43,6 +44,13 @@ type Policies struct {
 	EvictionSoft              string   `json:"evictionSoft,omitempty"`
 	EvictionSoftGracePeriod   Duration `json:"evictionSoftGracePeriod,omitempty"`
 	EvictionMaxPodGracePeriod int64    `json:"evictionMaxPodGracePeriod,omitempty"`
+	// StorageFencingTokens makes podsafe's shared storage compare fencing
+	// tokens, as a fenced storage does: it refuses a write whose attachment
+	// token is below one it accepted for the volume, so a superseded pet
+	// cannot write after its successor (PS-15 held by the storage too).
+	// The storage checker then judges every accepted write such a storage
+	// must refuse. Both targets (the storage is podsafe's on both).
+	StorageFencingTokens bool `json:"storageFencingTokens,omitempty"`
 }
 
 // embeddedOnly names the policies the kube target has no way to set.
@@ -104,6 +112,7 @@ func (p Policies) applyEmbedded(cfg *cluster.Config) {
 	cfg.Kubelet.EvictionHard, cfg.Kubelet.EvictionSoft = hard, soft
 	cfg.Kubelet.EvictionSoftGracePeriod = time.Duration(p.EvictionSoftGracePeriod)
 	cfg.Kubelet.EvictionMaxPodGracePeriod = p.EvictionMaxPodGracePeriod
+	cfg.StorageFencingTokens = p.StorageFencingTokens
 }
 
 // Attrs are the policies set, for the history's log line; nil when none is.
@@ -124,6 +133,7 @@ func (p Policies) Attrs() map[string]string {
 	set("evictionSoft", p.EvictionSoft, p.EvictionSoft != "")
 	set("evictionSoftGracePeriod", p.EvictionSoftGracePeriod.String(), p.EvictionSoftGracePeriod != 0)
 	set("evictionMaxPodGracePeriod", strconv.FormatInt(p.EvictionMaxPodGracePeriod, 10), p.EvictionMaxPodGracePeriod != 0)
+	set(checker.LogStorageFencingTokens, "true", p.StorageFencingTokens)
 	return a
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
 )
@@ -26,6 +27,7 @@ policies:
   evictionSoft: 512Mi
   evictionSoftGracePeriod: 20s
   evictionMaxPodGracePeriod: 7
+  storageFencingTokens: true
 `)
 	var cfg cluster.Config
 	s.Policies.applyEmbedded(&cfg)
@@ -35,6 +37,9 @@ policies:
 			EvictionSoftGracePeriod: 20 * time.Second, EvictionMaxPodGracePeriod: 7}}
 	if cfg.DisablePreemption != want.DisablePreemption || cfg.Controller != want.Controller || cfg.Kubelet != want.Kubelet {
 		t.Errorf("config: preemption off %v, controller %+v, kubelet %+v", cfg.DisablePreemption, cfg.Controller, cfg.Kubelet)
+	}
+	if !cfg.StorageFencingTokens {
+		t.Error("config: the storage does not compare fencing tokens")
 	}
 	b, err := yaml.Marshal(s)
 	if err != nil {
@@ -64,7 +69,7 @@ policies:
 			logged = append(logged, l.Attrs)
 		}
 	}
-	if diff := cmp.Diff([]map[string]string{s.Policies.Attrs()}, logged); diff != "" || logged[0]["evictionSoft"] != "512Mi" {
+	if diff := cmp.Diff([]map[string]string{s.Policies.Attrs()}, logged); diff != "" || logged[0]["evictionSoft"] != "512Mi" || logged[0][checker.LogStorageFencingTokens] != "true" {
 		t.Errorf("logged policies (-want +got):\n%s", diff)
 	}
 }

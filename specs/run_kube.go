@@ -179,7 +179,8 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 
 	if !external {
 		// The storage first: the kubelets' runtimes write to it.
-		opts := kube.StorageOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityAttachDetachController}
+		opts := kube.StorageOptions{Ledger: LedgerRecorder(rec), WrapTransport: rec.WrapTransport, Identity: apiserver.IdentityAttachDetachController,
+			CompareTokens: s.Policies.StorageFencingTokens}
 		if err := c.StartStorage(startCtx, opts); err != nil {
 			stopRec()
 			return nil, fmt.Errorf("starting podsafe's storage on the kube target: %w", err)

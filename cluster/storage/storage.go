@@ -10,6 +10,7 @@
 // The wire protocol is HTTP/JSON over the cluster's simulated network:
 //
 //	POST /v1/write     kubelet.StorageWrite -> 204 accepted | 403 refused (fenced)
+//	                   | 409 refused (stale fencing token, with CompareTokens)
 //	POST /v1/fence     {"node": N, "token": T} -> 204; the node is refused from now on
 //	POST /v1/unfence   {"node": N} -> 204
 //	GET  /v1/fences    -> {"node": token, ...}
@@ -43,6 +44,10 @@ var (
 	ErrFenced = errors.New("storage refused the write: node is fenced")
 	// ErrBadRequest: the server could not understand the request.
 	ErrBadRequest = errors.New("storage: bad request")
+	// ErrStaleToken: the server compares fencing tokens and refused the
+	// write because its token is below one it already accepted for the
+	// volume.
+	ErrStaleToken = errors.New("storage refused the write: stale fencing token")
 )
 
 // Fence is a node fenced at the storage, with the fence token it was fenced
@@ -65,6 +70,10 @@ type Server struct {
 	mu     sync.Mutex
 	fenced map[string]int64 // node -> fence token
 	writes map[string]int64 // volume -> writes accepted
+	// compare: the server compares fencing tokens (CompareTokens); tokens
+	// holds each volume's highest accepted token.
+	compare bool
+	tokens  map[string]int64
 }
 
 // NewServer returns a server recording into ledger (nil: discard) with
@@ -76,7 +85,21 @@ func NewServer(ledger kubelet.Ledger, clk clock.Clock) *Server {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Server{ledger: ledger, clock: clk, fenced: map[string]int64{}, writes: map[string]int64{}}
+	return &Server{ledger: ledger, clock: clk, fenced: map[string]int64{}, writes: map[string]int64{}, tokens: map[string]int64{}}
+}
+
+// CompareTokens makes the server a fenced storage, as storage that takes
+// fencing tokens is: it remembers the highest attachment token it accepted
+// for each volume and refuses a write whose token is lower (recorded as
+// write-stale, answered 409), so a pod whose attachment was superseded
+// cannot write after its successor did, even when the control plane or
+// the network let it run. Off (the default), the server accepts any write
+// of a node that is not fenced, as storage relying on the control plane
+// for exclusivity does (PS-15). Set it before the first write.
+func (s *Server) CompareTokens(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compare = on
 }
 
 // Serve answers requests on l until l is closed.
@@ -120,11 +143,15 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request) {
 			wr.Node = node
 		}
 	}
-	if !s.Write(wr) {
+	switch action, highest := s.write(wr); action {
+	case kubelet.ActionWriteRefused:
 		http.Error(w, fmt.Sprintf("node %s is fenced", wr.Node), http.StatusForbidden)
-		return
+	case kubelet.ActionWriteStale:
+		http.Error(w, fmt.Sprintf("volume %s: token %d is below token %d, which the storage already accepted", wr.Volume, wr.Token, highest),
+			http.StatusConflict)
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // Write applies one write as received from wr.Node, records it and reports
@@ -132,6 +159,13 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request) {
 // one lock, so the ledger's order of writes is the order the storage applied
 // them, and no write is accepted after a fence returned.
 func (s *Server) Write(wr kubelet.StorageWrite) bool {
+	action, _ := s.write(wr)
+	return action == kubelet.ActionWrite
+}
+
+// write is Write, returning the action recorded and, for a stale write,
+// the volume's highest accepted token.
+func (s *Server) write(wr kubelet.StorageWrite) (kubelet.LedgerAction, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, fenced := s.fenced[wr.Node]
@@ -141,17 +175,30 @@ func (s *Server) Write(wr kubelet.StorageWrite) bool {
 	// plane keeps writing the volume its replacement now writes (breaks
 	// PS-15, PS-14).
 	failpoint.InjectContext(failpoints, "acceptFencedWrites", func() { fenced = false })
+	highest, seen := s.tokens[wr.Volume]
+	stale := s.compare && seen && wr.Token < highest
+	// Failpoint acceptStaleTokens is a PLANTED BUG for the bug zoo, inert
+	// unless a scenario switches it on: a server that compares fencing
+	// tokens forgets to, and accepts a superseded attachment's writes after
+	// its successor's (breaks PS-15 on a storage that claims to compare).
+	failpoint.InjectContext(failpoints, "acceptStaleTokens", func() { stale = false })
 	action := kubelet.ActionWrite
-	if fenced {
+	switch {
+	case fenced:
 		action = kubelet.ActionWriteRefused
-	} else {
+	case stale:
+		action = kubelet.ActionWriteStale
+	default:
 		s.writes[wr.Volume]++
+		if !seen || wr.Token > highest {
+			s.tokens[wr.Volume] = wr.Token
+		}
 	}
 	s.ledger.Record(kubelet.LedgerEntry{
 		Node: wr.Node, Namespace: wr.Namespace, Pod: wr.Pod, UID: wr.UID, Container: wr.Container,
 		Action: action, Scaled: s.clock.Now(), Wall: time.Now(), Volume: wr.Volume, Token: wr.Token,
 	})
-	return !fenced
+	return action, highest
 }
 
 func (s *Server) serveFence(w http.ResponseWriter, r *http.Request) {
@@ -261,6 +308,8 @@ func (c *Client) post(ctx context.Context, path string, body any) error {
 		return nil
 	case resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w (%s)", ErrFenced, trim(msg))
+	case resp.StatusCode == http.StatusConflict:
+		return fmt.Errorf("%w (%s)", ErrStaleToken, trim(msg))
 	case resp.StatusCode == http.StatusBadRequest:
 		return fmt.Errorf("%w: %s", ErrBadRequest, trim(msg))
 	}

@@ -77,3 +77,59 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("fence without a node = %v, want ErrBadRequest", err)
 	}
 }
+
+// TestCompareTokens: a storage comparing fencing tokens accepts any token
+// at or above the volume's highest and refuses a lower one (409,
+// ErrStaleToken, recorded write-stale), per volume; without CompareTokens
+// the same writes are all accepted.
+func TestCompareTokens(t *testing.T) {
+	for _, compare := range []bool{true, false} {
+		ledger := &kubelet.MemoryLedger{}
+		srv := NewServer(ledger, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+		srv.CompareTokens(compare)
+		ts := httptest.NewServer(srv.Handler())
+		c := &Client{BaseURL: ts.URL, HTTP: ts.Client()}
+		ctx := context.Background()
+		write := func(volume, uid string, token int64) error {
+			return c.Write(ctx, kubelet.StorageWrite{Volume: volume, Pod: "db-0", UID: uid, Container: "app", Token: token})
+		}
+		steps := []struct {
+			volume, uid string
+			token       int64
+			stale       bool
+		}{
+			{"v0", "old", 5, false},
+			{"v0", "old", 5, false},   // the same attachment again
+			{"v0", "new", 9, false},   // the successor's attachment
+			{"v0", "old", 5, true},    // the superseded one: refused
+			{"v1", "other", 1, false}, // another volume has its own highest
+			{"v0", "new", 9, false},
+		}
+		var got []string
+		for i, s := range steps {
+			err := write(s.volume, s.uid, s.token)
+			switch {
+			case s.stale && compare:
+				if !errors.Is(err, ErrStaleToken) {
+					t.Errorf("compare=%v step %d: err = %v, want ErrStaleToken", compare, i, err)
+				}
+			case err != nil:
+				t.Errorf("compare=%v step %d: %v", compare, i, err)
+			}
+		}
+		for _, e := range ledger.Entries() {
+			got = append(got, string(e.Action))
+		}
+		want := []string{"write", "write", "write", "write", "write", "write"}
+		if compare {
+			want[3] = "write-stale"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("compare=%v: ledger actions (-want +got):\n%s", compare, diff)
+		}
+		if n := srv.Writes("v0"); n != int64(4+map[bool]int{true: 0, false: 1}[compare]) {
+			t.Errorf("compare=%v: %d writes accepted on v0", compare, n)
+		}
+		ts.Close()
+	}
+}

@@ -77,6 +77,9 @@ type StorageOptions struct {
 	// it is given Identity, so its API calls are recorded with it.
 	WrapTransport func(identity string) func(http.RoundTripper) http.RoundTripper
 	Identity      string
+	// CompareTokens makes the storage compare fencing tokens
+	// (storage.Server.CompareTokens).
+	CompareTokens bool
 }
 
 // storageState is the running storage server and CSI controller.
@@ -117,6 +120,7 @@ func (c *Cluster) StartStorage(ctx context.Context, opts StorageOptions) error {
 		return fmt.Errorf("starting the storage server on %s: %w", addr, err)
 	}
 	srv := newStorageServer(opts.Ledger, c)
+	srv.CompareTokens(opts.CompareTokens)
 	go func() {
 		if err := srv.Serve(ln); err != nil {
 			c.log.Warn("storage server stopped", "err", err)
