@@ -76,6 +76,10 @@ type ConformanceRow struct {
 	// cover nothing.
 	SpecFailures []string `json:"spec_failures,omitempty"`
 	SpecsSkipped []string `json:"specs_skipped,omitempty"`
+	// Mutation is the guarantee's mutation kill rate (see AddMutation);
+	// nil is not measured. A guarantee whose attributed mutants all
+	// survived is not covered, whatever its runs and specs say.
+	Mutation *MutationGuarantee `json:"mutation,omitempty"`
 }
 
 // ConformanceProblem is a directory that could not be read as a run.
@@ -92,6 +96,9 @@ type ConformanceReport struct {
 	Rows      []ConformanceRow     `json:"guarantees"`
 	Problems  []ConformanceProblem `json:"problems,omitempty"`
 	Totals    ConformanceTotals    `json:"totals"`
+	// MutationSource is the mutation.json the kill rates come from; empty
+	// when none was found (every rate is then not measured).
+	MutationSource string `json:"mutation_source,omitempty"`
 }
 
 // ConformanceTotals counts the rows of a conformance report by status.
@@ -238,10 +245,18 @@ func (rep *ConformanceReport) count() {
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Covered = len(row.Failed)+len(row.Passed)+len(row.Unknown)+len(row.SpecsFailed)+len(row.SpecsPassed) > 0
+		failed := len(row.Failed) > 0 || len(row.SpecsFailed) > 0
+		if m := row.Mutation; m != nil && m.Attributed > 0 && m.Survived == m.Attributed && !failed {
+			// Nothing caught any mutant that breaks it: not covered.
+			row.Covered = false
+		}
 		switch {
-		case len(row.Failed) > 0 || len(row.SpecsFailed) > 0:
+		case failed:
 			row.Status = StatusFailed
 			t.Failed++
+		case !row.Covered:
+			row.Status = StatusNotCovered
+			t.NotCovered++
 		case len(row.Passed) > 0 || len(row.SpecsPassed) > 0:
 			row.Status = StatusPassed
 			t.Passed++
@@ -379,6 +394,7 @@ func ConformanceJUnit(rep *ConformanceReport) JUnitSuites {
 	s := JUnitSuite{Name: "conformance", Properties: []JUnitProperty{
 		{Name: "runs", Value: fmt.Sprint(rep.Totals.Runs)},
 		{Name: "covered", Value: fmt.Sprintf("%d/%d", rep.Totals.Covered, rep.Totals.Guarantees)},
+		{Name: "mutation", Value: orNotMeasured(rep.MutationSource)},
 	}}
 	for _, row := range rep.Rows {
 		c := JUnitCase{ClassName: row.Family, Name: strings.TrimSpace(row.ID + " " + row.Title)}
@@ -458,6 +474,11 @@ func ConformanceStore(store string) (*ConformanceReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", store, err)
 	}
+	m, src, err := FindMutation(store)
+	if err != nil {
+		return rep, err
+	}
+	rep.AddMutation(m, src)
 	if b, err := os.ReadFile(filepath.Join(store, SpecsFile)); err == nil {
 		var specs []SpecResult
 		if err := json.Unmarshal(b, &specs); err != nil {

@@ -12,6 +12,20 @@ var conformanceTemplateText string
 
 var conformanceTemplate = template.Must(template.New("conformance").Funcs(funcs).Parse(conformanceTemplateText))
 
+// mutationSectionTemplate is the per-guarantee mutation kill rate beside
+// "covered", a section of its own placed before the page's end of main.
+var mutationSectionTemplate = template.Must(template.New("mutation").Parse(`<section id="mutation">
+<h2>Mutation kill rate</h2>
+<p>{{if .R.MutationSource}}From {{.R.MutationSource}}: of the mutants of the system under test that count against a guarantee, how many a checker caught in a run. A guarantee whose mutants all survived is not covered.{{else}}Not measured: no mutation.json was found (make mutation).{{end}}</p>
+<table class="grid small">
+<thead><tr><th>guarantee</th><th>covered</th><th>mutation kill rate</th><th>survived</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr><td class="id">{{.ID}}</td><td>{{if .Covered}}yes{{else}}no{{end}}</td><td>{{.KillRate}}</td><td>{{with .Mutation}}{{.Survived}}{{end}}</td></tr>
+{{end}}</tbody>
+</table>
+</section>
+`))
+
 type confRef struct {
 	RunRef
 	Link template.URL
@@ -22,6 +36,8 @@ type confRow struct {
 	FailedRefs  []confRef
 	UnknownRefs []confRef
 	PassedRuns  int
+	// KillRate is the guarantee's mutation kill rate as printed.
+	KillRate string
 }
 
 type confRun struct {
@@ -58,7 +74,7 @@ func RenderConformance(rep *ConformanceReport, dir string) ([]byte, error) {
 	fams := map[string]*familyTotal{}
 	var famOrder []string
 	for _, row := range rep.Rows {
-		p.Rows = append(p.Rows, confRow{ConformanceRow: row, FailedRefs: refs(row.Failed), UnknownRefs: refs(row.Unknown), PassedRuns: len(row.Passed)})
+		p.Rows = append(p.Rows, confRow{ConformanceRow: row, FailedRefs: refs(row.Failed), UnknownRefs: refs(row.Unknown), PassedRuns: len(row.Passed), KillRate: MutationRate(row.Mutation)})
 		f := fams[row.Family]
 		if f == nil {
 			f = &familyTotal{Family: row.Family, Name: Families[row.Family]}
@@ -97,5 +113,13 @@ func RenderConformance(rep *ConformanceReport, dir string) ([]byte, error) {
 	if err := conformanceTemplate.Execute(&buf, p); err != nil {
 		return nil, fmt.Errorf("rendering conformance: %w", err)
 	}
-	return buf.Bytes(), nil
+	var sec bytes.Buffer
+	if err := mutationSectionTemplate.Execute(&sec, p); err != nil {
+		return nil, fmt.Errorf("rendering conformance: %w", err)
+	}
+	page := buf.Bytes()
+	if i := bytes.LastIndex(page, []byte("</main>")); i >= 0 {
+		return append(page[:i:i], append(sec.Bytes(), page[i:]...)...), nil
+	}
+	return append(page, sec.Bytes()...), nil
 }
