@@ -169,6 +169,9 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	if _, err := dryRunParam(opts.DryRun); err != nil {
 		return nil, err
 	}
+	if err := validatePropagation(opts); err != nil {
+		return nil, err
+	}
 	return opts, nil
 }
 
@@ -263,9 +266,16 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 		writeObject(w, http.StatusOK, ri.res, pod)
 		return
 	}
-	obj, err := s.deleteNow(r.Context(), ri, opts, VerbDelete)
+	obj, kept, err := s.deleteNow(r.Context(), ri, opts, VerbDelete)
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if kept {
+		// Marked deleted and kept for its finalizers (a terminating
+		// namespace, an owner the garbage collector finalizes): 200 with
+		// the object, as kube-apiserver answers.
+		writeObject(w, http.StatusOK, ri.res, obj)
 		return
 	}
 	m, _ := metaOf(obj)
@@ -303,6 +313,17 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if outcome == DeletePending {
 			out, outcome = s.lengthenGrace(pod, out, opts.GracePeriodSeconds, now)
 		}
+		// Finalizers, the propagation policy's included, keep a pod
+		// deleted at once as an object marked deleted with grace 0
+		// until they are removed (gc_finalizers.go).
+		_, fins := deletionFinalizers(pod.Finalizers, opts)
+		keep := outcome == DeleteNow && len(fins) > 0
+		if outcome != DeletePending {
+			out.Finalizers = fins
+		}
+		if keep {
+			out.DeletionGracePeriodSeconds = new(int64)
+		}
 		grace := leftGrace(out, outcome)
 		req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: grPods, Subresource: sub,
 			Namespace: ri.namespace, Name: ri.name, Old: pod, GracePeriodSeconds: &grace}
@@ -321,6 +342,13 @@ func (s *Server) deletePod(ctx context.Context, ri *requestInfo, opts *metav1.De
 			// with the pod, nothing written.
 			return out, nil
 		case DeleteNow:
+			if keep && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0 && sameSet(pod.Finalizers, fins) {
+				// Already marked deleted, waiting for its finalizers.
+				return pod, nil
+			}
+			if keep {
+				break
+			}
 			_, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})
 			if errors.Is(err, raftstore.ErrConflict) && attempt < s.cfg.MaxConflictRetries {
 				continue
@@ -392,51 +420,66 @@ func ceilSecond(t time.Time) time.Time {
 // kube-apiserver.
 var immortalNamespaces = map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true}
 
-// deleteNow deletes a non-pod object at once, after its preconditions and
-// the authority rules; a compare-and-swap on the resourceVersion it checked.
-func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.DeleteOptions, verb string) (runtime.Object, error) {
+// deleteNow deletes a non-pod object, after its preconditions and the
+// authority rules; a compare-and-swap on the resourceVersion it checked. An
+// object that keeps finalizers (and a namespace until it is finalized) is
+// only marked deleted: it is returned with kept true.
+func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.DeleteOptions, verb string) (obj runtime.Object, kept bool, err error) {
 	if ri.res.gr == grNamespaces && immortalNamespaces[ri.name] {
 		// kube-apiserver's NamespaceLifecycle admission.
-		return nil, apierrors.NewForbidden(ri.res.gr, ri.name, errors.New("this namespace may not be deleted"))
+		return nil, false, apierrors.NewForbidden(ri.res.gr, ri.name, errors.New("this namespace may not be deleted"))
 	}
 	key := ri.key()
 	for attempt := 0; ; attempt++ {
 		stored, err := s.store.Get(ctx, key)
 		if err != nil {
-			return nil, storeError(err, ri.res.gr, ri.name)
+			return nil, false, storeError(err, ri.res.gr, ri.name)
 		}
 		cur, err := ri.res.decodeStored(stored.Data)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		m, _ := metaOf(cur)
 		if err := checkDeletePreconditions(ri.res.gr, ri.name, m, opts); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		req := Request{Identity: IdentityFrom(ctx), Verb: verb, Resource: ri.res.gr,
 			Namespace: ri.namespace, Name: ri.name, Old: cur}
 		if va, ok := cur.(*storagev1.VolumeAttachment); ok {
 			if req.Node, err = s.nodeNamed(ctx, va.Spec.NodeName); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if err := s.authorize(req); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		var out runtime.Object
+		if ns, ok := cur.(*corev1.Namespace); ok {
+			out, kept, err = s.deleteNamespace(ctx, ri, ns, stored.RV, opts)
+		}
+		if !kept && err == nil {
+			out, kept, err = s.deleteWithFinalizers(ctx, ri, cur, stored.RV, opts)
+		}
+		if kept || err != nil {
+			if errors.Is(err, raftstore.ErrConflict) && attempt < s.cfg.MaxConflictRetries {
+				continue
+			}
+			return out, kept, storeError(err, ri.res.gr, ri.name)
 		}
 		deleted, err := s.store.Delete(ctx, key, raftstore.Preconditions{ResourceVersion: stored.RV})
 		if errors.Is(err, raftstore.ErrConflict) && attempt < s.cfg.MaxConflictRetries {
 			continue
 		}
 		if err != nil {
-			return nil, storeError(err, ri.res.gr, ri.name)
+			return nil, false, storeError(err, ri.res.gr, ri.name)
 		}
-		out, err := ri.res.decodeStored(deleted.Data)
+		out, err = ri.res.decodeStored(deleted.Data)
 		if svc, ok := out.(*corev1.Service); ok && err == nil {
 			// Its cluster IPs are free again (kube-apiserver's IPAddress
 			// objects go with their Service).
 			s.releaseServiceIPs(ctx, svc)
 		}
-		return out, err
+		return out, false, err
 	}
 }
 
@@ -480,7 +523,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		if ri.res.gr == grPods {
 			out, err = s.deletePod(ctx, &one, opts, VerbDeleteCollection)
 		} else {
-			out, err = s.deleteNow(ctx, &one, opts, VerbDeleteCollection)
+			out, _, err = s.deleteNow(ctx, &one, opts, VerbDeleteCollection)
 		}
 		if apierrors.IsNotFound(err) {
 			continue

@@ -134,6 +134,8 @@ func subresourceVerbs(sub string) []string {
 	switch sub {
 	case subStatus, subScale:
 		return []string{VerbGet, VerbPatch, VerbUpdate}
+	case subFinalize:
+		return []string{VerbUpdate}
 	case subBinding, subEviction:
 		return []string{VerbCreate}
 	case subLog:

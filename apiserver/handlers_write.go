@@ -98,7 +98,10 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 // create decodes, authorizes, defaults, validates, admits and stores a new
 // object.
 func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []string, error) {
-	ctx := r.Context()
+	ctx, err := withFieldManager(r, "CreateOptions")
+	if err != nil {
+		return nil, nil, err
+	}
 	validation, err := fieldValidation(r)
 	if err != nil {
 		return nil, nil, err
@@ -121,9 +124,15 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 // createObject defaults, authorizes, admits, validates and stores obj, a
 // new object of ri's resource whose metadata is m.
 func (s *Server) createObject(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) (runtime.Object, error) {
+	managed := m.GetManagedFields()
 	prepareCreate(ri.res, obj)
+	m.SetManagedFields(managed)
+	trackCreate(ctx, ri, obj)
 	if err := s.authorize(Request{Identity: IdentityFrom(ctx), Verb: VerbCreate, Resource: ri.res.gr,
 		Namespace: ri.namespace, Name: m.GetName(), Object: obj}); err != nil {
+		return nil, err
+	}
+	if err := s.admitNamespaceLifecycle(ctx, ri, obj); err != nil {
 		return nil, err
 	}
 	var err error
@@ -189,7 +198,11 @@ func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.
 
 // serveUpdate answers PUT on an object or its status.
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	ctx := r.Context()
+	ctx, err := withFieldManager(r, "UpdateOptions")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	validation, err := fieldValidation(r)
 	if err != nil {
 		writeError(w, err)
@@ -277,10 +290,15 @@ func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
 	}
 	var out runtime.Object
-	if ri.subresource == subStatus {
+	switch ri.subresource {
+	case subStatus:
 		out = cur.DeepCopyObject()
 		setStatus(out, upd)
-	} else {
+	case subFinalize:
+		if out, err = finalizedNamespace(cur, upd); err != nil {
+			return nil, err
+		}
+	default:
 		out = upd
 		updMeta.SetUID(curMeta.GetUID())
 		updMeta.SetCreationTimestamp(curMeta.GetCreationTimestamp())
@@ -293,9 +311,11 @@ func (s *Server) prepareUpdate(ctx context.Context, ri *requestInfo, verb string
 		if ri.res.hasSubresource(subStatus) {
 			setStatus(out, cur)
 		}
+		keepNamespaceFinalizers(cur, out)
 	}
 	outMeta, _ := metaOf(out)
 	outMeta.SetResourceVersion(curMeta.GetResourceVersion())
+	trackUpdate(ctx, ri, cur, out)
 	if err := validateUpdate(ri.res, cur, out); err != nil {
 		return nil, err
 	}
@@ -387,6 +407,12 @@ func (s *Server) guaranteedUpdate(ctx context.Context, res *resourceInfo, key ra
 		if err != nil {
 			return nil, storeError(err, res.gr, key.Name)
 		}
-		return res.decodeStored(written.Data)
+		out, err := res.decodeStored(written.Data)
+		if err == nil {
+			// The write may have removed the last finalizer of an object
+			// marked deleted (gc_finalizers.go).
+			err = s.finishDeletion(ctx, res, key, out, written.RV)
+		}
+		return out, err
 	}
 }

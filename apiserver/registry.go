@@ -63,7 +63,7 @@ var resourceTable = []resourceSpec{
 	{group: "", version: "v1", resource: "nodes", kind: "Node", shortNames: []string{"no"},
 		subresources: []string{subStatus}, fields: nodeFields, fieldNames: []string{"spec.unschedulable"}},
 	{group: "", version: "v1", resource: "namespaces", kind: "Namespace", shortNames: []string{"ns"},
-		subresources: []string{subStatus}, fields: namespaceFields, fieldNames: []string{"status.phase"}},
+		subresources: []string{subStatus, subFinalize}, fields: namespaceFields, fieldNames: []string{"status.phase"}},
 	{group: "", version: "v1", resource: "events", kind: "Event", namespaced: true, shortNames: []string{"ev"},
 		createOnUpdate: true, fields: coreEventFields, fieldNames: []string{"involvedObject.kind", "involvedObject.namespace",
 			"involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",

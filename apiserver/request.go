@@ -145,6 +145,10 @@ func requestVerb(method string, ri *requestInfo, watch bool) (string, error) {
 		case http.MethodPatch:
 			return VerbPatch, nil
 		}
+	case subFinalize:
+		if method == http.MethodPut {
+			return VerbUpdate, nil
+		}
 	case subBinding, subEviction:
 		if method == http.MethodPost {
 			return VerbCreate, nil

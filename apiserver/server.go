@@ -61,6 +61,12 @@ type Config struct {
 	// log requests get 503.
 	Logs ContainerLogs
 
+	// NamespaceLifecycle turns on kube-apiserver's NamespaceLifecycle
+	// admission: a namespaced object may be created only in a namespace
+	// that exists (404 otherwise) and is not terminating (403). The
+	// cluster turns it on; off, objects may be created in any namespace.
+	NamespaceLifecycle bool
+
 	// BypassAuthority is a PLANTED BUG for the bug zoo, off by default: the
 	// authority rules (authority.go) are evaluated and every refusal is
 	// logged, but the request proceeds, so a component that force deletes
@@ -157,6 +163,7 @@ type Server struct {
 	identities map[string]struct{}
 	store      Store
 	classes    *priorityClassCache
+	namespaces *namespaceCache
 	reg        *registry
 	limits     *inflight
 	log        *slog.Logger
@@ -200,7 +207,8 @@ func New(cfg Config) (*Server, error) {
 	classes := newPriorityClassCache(cfg.Store, cfg.Logger)
 	s := &Server{
 		cfg: cfg, tokens: tokenTable(cfg.Tokens), identities: identities, store: dryRunStore{Store: cachingStore{Store: cfg.Store, classes: classes}, clock: cfg.Clock}, classes: classes,
-		reg: reg, limits: newInflight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight),
+		namespaces: newNamespaceCache(cfg.Store, cfg.Logger),
+		reg:        reg, limits: newInflight(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight),
 		log: cfg.Logger, clock: cfg.Clock,
 		ctx: ctx, cancel: cancel, fp: fpctx.For(storeID(cfg.Store)),
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
