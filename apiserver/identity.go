@@ -42,6 +42,14 @@ const (
 	// IdentityDisruptionController keeps the status of PodDisruptionBudgets
 	// (PR-7).
 	IdentityDisruptionController = "disruption-controller"
+	// IdentityGarbageCollector runs the garbage collector: it deletes
+	// dependents whose owners are gone or deleted in the foreground
+	// (gracefully, PS-9), and removes owner references and the orphan and
+	// foregroundDeletion finalizers.
+	IdentityGarbageCollector = "garbage-collector"
+	// IdentityNamespaceController deletes the content of terminating
+	// namespaces (gracefully, PS-9) and then finalizes them.
+	IdentityNamespaceController = "namespace-controller"
 	// IdentityWorkload is an ordinary user creating and deleting workloads.
 	IdentityWorkload = "workload"
 
@@ -88,6 +96,7 @@ func KnownIdentity(identity string) bool {
 	switch identity {
 	case IdentityAdmin, IdentityScheduler, IdentityNodeController, IdentityPodGC,
 		IdentityPetController, IdentityReplicaSetController, IdentityDeploymentController, IdentityFencingController,
+		IdentityGarbageCollector, IdentityNamespaceController,
 		IdentityWorkload, IdentityAttachDetachController, IdentityDisruptionController:
 		return true
 	}
@@ -263,6 +272,37 @@ var writeGrants = map[string][]Grant{
 		{Resource: grReplicaSets, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete}},
 		{Resource: grReplicaSets, Subresource: subScale, Verbs: verbsUpdate},
 		{Resource: grDeployments, Subresource: subStatus, Verbs: verbsUpdate},
+	},
+	// controller/gc.go: dependents deleted (never force: PS-9), their
+	// ownerReferences to orphaning owners removed, the orphan and
+	// foregroundDeletion finalizers removed from owners. Only what can
+	// own or be owned in podsafe: workloads, their pods and the objects
+	// users hang on them.
+	IdentityGarbageCollector: {
+		{Resource: grPods, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grReplicaSets, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grStatefulSets, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grDeployments, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grServices, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grPDBs, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grLeases, Verbs: []string{VerbUpdate, VerbPatch, VerbDelete}},
+		{Resource: grNamespaces, Verbs: verbsUpdate},
+	},
+	// controller/namespace.go: the content of a terminating namespace
+	// deleted (pods gracefully, PS-9), the namespace's conditions, its
+	// finalizer removed.
+	IdentityNamespaceController: {
+		{Resource: grPods, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grReplicaSets, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grStatefulSets, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grDeployments, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grServices, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grPDBs, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grLeases, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grEvents, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grEventsV1, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grNamespaces, Subresource: subStatus, Verbs: verbsUpdate},
+		{Resource: grNamespaces, Subresource: subFinalize, Verbs: []string{VerbUpdate}},
 	},
 	// controller/attachdetach.go: attachments created, marked attached
 	// and deleted.
