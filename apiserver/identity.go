@@ -267,8 +267,12 @@ var writeGrants = map[string][]Grant{
 	},
 	// controller/deployment*.go: ReplicaSets created, scaled and
 	// annotated, old ones deleted past the revision history, the
-	// Deployments' status. Pods are left to the ReplicaSet controller.
+	// Deployments' status and revision annotation (kube-apiserver takes
+	// that annotation from a status write; podsafe's status writes keep
+	// only the status, so it is an update). Pods are left to the
+	// ReplicaSet controller.
 	IdentityDeploymentController: {
+		{Resource: grDeployments, Verbs: verbsUpdate},
 		{Resource: grReplicaSets, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete}},
 		{Resource: grReplicaSets, Subresource: subScale, Verbs: verbsUpdate},
 		{Resource: grDeployments, Subresource: subStatus, Verbs: verbsUpdate},
@@ -292,15 +296,15 @@ var writeGrants = map[string][]Grant{
 	// deleted (pods gracefully, PS-9), the namespace's conditions, its
 	// finalizer removed.
 	IdentityNamespaceController: {
-		{Resource: grPods, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grReplicaSets, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grStatefulSets, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grDeployments, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grServices, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grPDBs, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grLeases, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grEvents, Verbs: []string{VerbDelete, VerbDeleteCollection}},
-		{Resource: grEventsV1, Verbs: []string{VerbDelete, VerbDeleteCollection}},
+		{Resource: grPods, Verbs: verbsDelete},
+		{Resource: grReplicaSets, Verbs: verbsDelete},
+		{Resource: grStatefulSets, Verbs: verbsDelete},
+		{Resource: grDeployments, Verbs: verbsDelete},
+		{Resource: grServices, Verbs: verbsDelete},
+		{Resource: grPDBs, Verbs: verbsDelete},
+		{Resource: grLeases, Verbs: verbsDelete},
+		{Resource: grEvents, Verbs: verbsDelete},
+		{Resource: grEventsV1, Verbs: verbsDelete},
 		{Resource: grNamespaces, Subresource: subStatus, Verbs: verbsUpdate},
 		{Resource: grNamespaces, Subresource: subFinalize, Verbs: []string{VerbUpdate}},
 	},
