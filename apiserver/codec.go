@@ -169,11 +169,11 @@ func (r *resourceInfo) decodeStored(data []byte) (runtime.Object, error) {
 }
 
 // encodeForStore encodes obj as stored: with kind and apiVersion and without
-// the fields the server does not keep.
+// the fields the server does not keep (selfLink; managed fields are kept,
+// as kube-apiserver stores them).
 func (r *resourceInfo) encodeForStore(obj runtime.Object) ([]byte, error) {
 	obj.GetObjectKind().SetGroupVersionKind(r.gvk)
 	if m, err := metaOf(obj); err == nil {
-		m.SetManagedFields(nil)
 		m.SetSelfLink("")
 	}
 	data, err := json.Marshal(obj)

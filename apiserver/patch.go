@@ -38,6 +38,19 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		writeError(w, err)
 		return
 	}
+	if mt == mediaApplyPatch {
+		s.serveApply(w, r, ri, patch, validation)
+		return
+	}
+	if err := checkForce(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	// The patch's manager records its fields as an Update.
+	if ctx, err = withFieldManager(r, patchOptionsKind); err != nil {
+		writeError(w, err)
+		return
+	}
 	if ri.subresource == subScale {
 		out, err := s.updateScale(ctx, ri, func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			obj, _, err := patchObject(mt, cur, patch, &autoscalingv1.Scale{}, validation)
@@ -93,15 +106,17 @@ func checkPatch(mt string, patch []byte) error {
 		if _, err := jsonpatch.DecodePatch(patch); err != nil {
 			return apierrors.NewBadRequest(fmt.Sprintf("the %s body is not a JSON patch: %v", mt, err))
 		}
-	case mediaApplyPatch, mediaApplyPatchCBOR:
+	case mediaApplyPatch:
+		// Decoded by apply, which says what is wrong with it.
+	case mediaApplyPatchCBOR:
 		e := unsupportedMediaType(mt)
 		e.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf(
-			"server-side apply (%s) is not supported: send a %s, %s or %s", mt, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch)
+			"server-side apply as CBOR (%s) is not supported: send the configuration as %s", mt, mediaApplyPatch)
 		return e
 	default:
 		e := unsupportedMediaType(mt)
 		e.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf(
-			"the patch type %q is not supported: send a %s, %s or %s", mt, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch)
+			"the patch type %q is not supported: send a %s, %s, %s or %s", mt, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch, mediaApplyPatch)
 		return e
 	}
 	return nil
