@@ -114,7 +114,7 @@ var Identities = []string{
 	apiserver.IdentityAdmin, apiserver.IdentityScheduler, apiserver.IdentityNodeController,
 	apiserver.IdentityPodGC, apiserver.IdentityPetController, apiserver.IdentityReplicaSetController,
 	apiserver.IdentityFencingController, apiserver.IdentityWorkload, apiserver.IdentityAttachDetachController,
-	apiserver.IdentityDisruptionController,
+	apiserver.IdentityDisruptionController, apiserver.IdentityDeploymentController,
 }
 
 // Cluster is a running in-process control plane. Its methods are safe for

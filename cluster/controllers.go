@@ -27,6 +27,7 @@ const (
 	ControllerPodGC         = "podgc"
 	ControllerPet           = "pet"
 	ControllerReplicaSet    = "replicaset"
+	ControllerDeployment    = "deployment"
 	ControllerAttachDetach  = "attachdetach"
 	ControllerDisruption    = "disruption"
 	// ControllerFencing is not among ControllerNames: it starts with them
@@ -35,7 +36,7 @@ const (
 )
 
 // ControllerNames lists every controller Config.Controllers starts.
-var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet, ControllerAttachDetach,
+var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet, ControllerDeployment, ControllerAttachDetach,
 	ControllerDisruption}
 
 // ControllerIdentity maps each controller to the identity it talks to the
@@ -45,6 +46,7 @@ var ControllerIdentity = map[string]string{
 	ControllerPodGC:         apiserver.IdentityPodGC,
 	ControllerPet:           apiserver.IdentityPetController,
 	ControllerReplicaSet:    apiserver.IdentityReplicaSetController,
+	ControllerDeployment:    apiserver.IdentityDeploymentController,
 	ControllerAttachDetach:  apiserver.IdentityAttachDetachController,
 	ControllerDisruption:    apiserver.IdentityDisruptionController,
 	ControllerFencing:       apiserver.IdentityFencingController,
@@ -114,6 +116,8 @@ func (c *Cluster) StartController(name string) error {
 		r, err = controller.NewPet(controller.PetConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerReplicaSet:
 		r, err = controller.NewReplicaSet(controller.ReplicaSetConfig{Client: cs, Clock: clk, Logger: log})
+	case ControllerDeployment:
+		r, err = controller.NewDeployment(controller.DeploymentConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerAttachDetach:
 		r, err = controller.NewAttachDetach(controller.AttachDetachConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerDisruption:
