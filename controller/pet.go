@@ -176,6 +176,12 @@ func (pc *Pet) sync(ctx context.Context, key string) error {
 		return err
 	}
 	plan := planPets(set, pets, pc.nodeReady)
+	if set.DeletionTimestamp != nil {
+		// Being deleted (foreground or orphan): the garbage collector
+		// decides about its pets, and none is made or replaced, as
+		// upstream's StatefulSet controller stops at a deleted set.
+		plan.create, plan.remove = nil, nil
+	}
 	// Failpoint petReplacesEarly is a PLANTED BUG for the bug zoo, inert
 	// unless a scenario switches it on: a pet that began graceful deletion
 	// is replaced at once, its object force deleted to free the name,

@@ -172,6 +172,12 @@ func (rc *ReplicaSet) sync(ctx context.Context, key string) error {
 	}
 	active, inFlight := rc.reconcilePending(set.UID, owned)
 	want := int(ptr.Deref(set.Spec.Replicas, 1))
+	if set.DeletionTimestamp != nil {
+		// Being deleted (foreground or orphan): the garbage collector
+		// decides about its pods, and none is made or removed, as
+		// upstream's ReplicaSet controller stops at a deleted set.
+		want = len(active) + inFlight
+	}
 	var errs []error
 	switch diff := want - len(active) - inFlight; {
 	case diff > 0:
