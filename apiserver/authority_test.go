@@ -289,6 +289,13 @@ func TestWriteTable(t *testing.T) {
 	checkAuthorize(t, []authorityCaseTable{
 		{"scheduler binds", w(IdentityScheduler, VerbCreate, grPods, subBinding, "default", "p"), allowed},
 		{"scheduler records an event", w(IdentityScheduler, VerbCreate, grEvents, "", "default", "e"), allowed},
+		{"scheduler counts a repeated event", w(IdentityScheduler, VerbPatch, grEvents, "", "default", "e"), allowed},
+		{"scheduler may not delete an event", w(IdentityScheduler, VerbDelete, grEvents, "", "default", "e"), refusedBy(RuleEvent)},
+		{"node controller records an event", w(IdentityNodeController, VerbCreate, grEvents, "", "default", "e"), allowed},
+		{"pet controller records an event", w(IdentityPetController, VerbPatch, grEvents, "", "default", "e"), allowed},
+		{"replicaset controller records an event", w(IdentityReplicaSetController, VerbCreate, grEvents, "", "default", "e"), allowed},
+		{"pod GC may not record an event", w(IdentityPodGC, VerbCreate, grEvents, "", "default", "e"), refusedBy(RuleEvent)},
+		{"disruption controller may not record an event", w(IdentityDisruptionController, VerbCreate, grEvents, "", "default", "e"), refusedBy(RuleEvent)},
 		{"scheduler may not create a pod", Request{Identity: IdentityScheduler, Verb: VerbCreate, Resource: grPods, Namespace: "default", Object: unbound}, refusedBy(RulePodLifecycle)},
 		{"scheduler may not update a pod", w(IdentityScheduler, VerbUpdate, grPods, "", "default", "p"), refusedBy(RulePodLifecycle)},
 		{"scheduler may not evict", w(IdentityScheduler, VerbCreate, grPods, subEviction, "default", "p"), refusedBy(RulePodLifecycle)},

@@ -221,6 +221,9 @@ var (
 // Write verb sets of the grant table.
 var (
 	verbsCreate = []string{VerbCreate}
+	// verbsEvent are a recorder's writes: client-go's EventCorrelator
+	// creates an Event and patches its count when it repeats.
+	verbsEvent  = []string{VerbCreate, VerbPatch}
 	verbsUpdate = []string{VerbUpdate, VerbPatch}
 	verbsDelete = []string{VerbDelete}
 	verbsAll    = []string{VerbCreate, VerbUpdate, VerbPatch, VerbDelete, VerbDeleteCollection}
@@ -235,16 +238,19 @@ var (
 // the node restriction.
 var writeGrants = map[string][]Grant{
 	// scheduler/binder.go: bind, nominate and condition patches, graceful
-	// deletion of preemption victims, the Preempted and Scheduled events.
+	// deletion of preemption victims; its events (events.go: Scheduled,
+	// FailedScheduling, Preempted).
 	IdentityScheduler: {
 		{Resource: grPods, Subresource: subBinding, Verbs: verbsCreate},
 		{Resource: grPods, Subresource: subStatus, Verbs: verbsUpdate},
 		{Resource: grPods, Verbs: verbsDelete},
-		{Resource: grEvents, Verbs: verbsCreate},
+		{Resource: grEvents, Verbs: verbsEvent},
 	},
 	// controller/nodelifecycle.go: Ready=Unknown and the unreachable taint
-	// on nodes, NodeDown on pods, graceful deletion of their pods.
+	// on nodes, NodeDown on pods, graceful deletion of their pods; its
+	// events (NodeNotReady, TaintManagerEviction).
 	IdentityNodeController: {
+		{Resource: grEvents, Verbs: verbsEvent},
 		{Resource: grNodes, Verbs: verbsUpdate},
 		{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
 		{Resource: grPods, Subresource: subStatus, Verbs: verbsUpdate},
@@ -254,14 +260,17 @@ var writeGrants = map[string][]Grant{
 	IdentityPodGC: {
 		{Resource: grPods, Verbs: verbsDelete},
 	},
-	// controller/pet.go: pets created and deleted, the set's status.
+	// controller/pet.go: pets created and deleted, the set's status; its
+	// events (SuccessfulCreate, SuccessfulDelete).
 	IdentityPetController: {
+		{Resource: grEvents, Verbs: verbsEvent},
 		{Resource: grPods, Verbs: []string{VerbCreate, VerbDelete}},
 		{Resource: grStatefulSets, Subresource: subStatus, Verbs: verbsUpdate},
 	},
 	// controller/replicaset.go: replicas created and deleted, the set's
-	// status.
+	// status; its events (SuccessfulCreate, SuccessfulDelete).
 	IdentityReplicaSetController: {
+		{Resource: grEvents, Verbs: verbsEvent},
 		{Resource: grPods, Verbs: []string{VerbCreate, VerbDelete}},
 		{Resource: grReplicaSets, Subresource: subStatus, Verbs: verbsUpdate},
 	},
@@ -327,7 +336,7 @@ var writeGrants = map[string][]Grant{
 		{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
 		{Resource: grPods, Verbs: verbsDelete},
 		{Resource: grVolumeAttachments, Verbs: verbsDelete},
-		{Resource: grEvents, Verbs: verbsCreate},
+		{Resource: grEvents, Verbs: verbsEvent},
 	},
 	// The written-down exception: workload is an ordinary user running
 	// applications (workload/, specs/). It writes what an application
@@ -358,10 +367,11 @@ var writeGrants = map[string][]Grant{
 // kubeletGrants is every kubelet's row of the write table (kubelet/):
 // register and heart-beat its Node (node.go; the cluster registers nodes
 // with the same identity), renew its Lease (lease.go), report and finish
-// its pods (status.go). Upstream's system:node role also lets a node
-// create mirror pods, write events and delete its lease; podsafe's
-// kubelets do none of these, so they are refused.
+// its pods (status.go), record its events (events.go). Upstream's
+// system:node role also lets a node create mirror pods and delete its
+// lease; podsafe's kubelets do neither, so they are refused.
 var kubeletGrants = []Grant{
+	{Resource: grEvents, Verbs: verbsEvent},
 	{Resource: grNodes, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch}},
 	{Resource: grNodes, Subresource: subStatus, Verbs: verbsUpdate},
 	{Resource: grLeases, Verbs: []string{VerbCreate, VerbUpdate, VerbPatch}, Namespace: KubeLeaseNamespace},

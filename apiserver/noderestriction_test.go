@@ -156,7 +156,9 @@ func TestNodeRestriction(t *testing.T) {
 		{"kubelet may not write a budget's status", other(k1, VerbUpdate, grPDBs, subStatus, "default", "b", nil), refusedBy(RuleNodeRestriction)},
 		{"kubelet may not write a priority class", other(k1, VerbCreate, grPriorityClasses, "", "", "high", nil), refusedBy(RuleNodeRestriction)},
 		{"kubelet may not delete a namespace", other(k1, VerbDelete, grNamespaces, "", "", "default", nil), refusedBy(RuleNodeRestriction)},
-		{"kubelet may not write events", other(k1, VerbCreate, grEvents, "", "default", "e", nil), refusedBy(RuleNodeRestriction)},
+		{"kubelet records an event", other(k1, VerbCreate, grEvents, "", "default", "e", nil), allowed},
+		{"kubelet counts a repeated event", other(k1, VerbPatch, grEvents, "", "default", "e", nil), allowed},
+		{"kubelet may not delete events", other(k1, VerbDelete, grEvents, "", "default", "e", nil), refusedBy(RuleNodeRestriction)},
 		{"kubelet reads pods", other(k1, VerbList, grPods, "", "", "", nil), allowed},
 		{"kubelet reads nodes", other(k1, VerbWatch, grNodes, "", "", "", nil), allowed},
 	})
