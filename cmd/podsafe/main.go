@@ -67,6 +67,6 @@ in a history on disk, and checks it against the guarantees of the pod lifecycle.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newTestCmd(), newCheckCmd(), newClusterCmd(), newListCmd(), newDeleteCmd(), newBugzooCmd(), newReportCmd(), newServeCmd(), newKubeCmd())
+	root.AddCommand(newTestCmd(), newCheckCmd(), newClusterCmd(), newListCmd(), newDeleteCmd(), newBugzooCmd(), newMutationCmd(), newReportCmd(), newServeCmd(), newKubeCmd())
 	return root
 }

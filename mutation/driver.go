@@ -1,0 +1,253 @@
+// Package mutation measures whether podsafe's checkers catch bugs in the
+// system under test: it enumerates mutants of the system-under-test
+// packages with gremlins (a dry run), applies a deterministic sample of
+// them one at a time through the go command's -overlay (the tree is never
+// written), runs the package's unit tests and the bug zoo's scenarios for
+// the package over a podsafe built with the mutant, and records which
+// mutants a checker caught, which only the unit tests or a crash noticed,
+// and which survived — per package and per guarantee (mutation.json,
+// mutation.md).
+package mutation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/report"
+)
+
+// Config configures a mutation run. Zero values take the defaults.
+type Config struct {
+	// Root is the module root (default ".").
+	Root string
+	// Packages are the package directories (default DefaultPackages).
+	Packages []string
+	// PerPackage is how many mutants each package gets (default 6); 0 or
+	// less after defaulting is not allowed, use a large number for all.
+	PerPackage int
+	// Seed draws the sample (default 1).
+	Seed uint64
+	// Gremlins is the gremlins binary (pinned GremlinsVersion).
+	Gremlins string
+	// Store is where the run's directory is made (default store/mutation);
+	// its "latest" link names the newest.
+	Store string
+	// Go is the go command (default "go").
+	Go string
+	// UnitTimeout bounds one run of a package's unit tests (default 5m);
+	// RunTimeout one scenario run (default 4m).
+	UnitTimeout time.Duration
+	RunTimeout  time.Duration
+	// UnitSurvivorsOnly runs the scenarios only for mutants the unit tests
+	// did not kill: cheaper, but a checker's catch is then unmeasured for
+	// the rest.
+	UnitSurvivorsOnly bool
+	// Equivalents and Attributions default to the embedded lists.
+	Equivalents  []Equivalent
+	Attributions []Attribution
+	// Progress gets one line per step (nil: none).
+	Progress io.Writer
+}
+
+// ErrConfig reports a configuration a mutation run cannot use.
+var ErrConfig = errors.New("mutation config")
+
+func (c *Config) defaults() error {
+	if c.Root == "" {
+		c.Root = "."
+	}
+	if len(c.Packages) == 0 {
+		c.Packages = DefaultPackages
+	}
+	pkgs := make([]string, 0, len(c.Packages))
+	for _, p := range c.Packages {
+		n, err := NormalizePackage(p)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		pkgs = append(pkgs, n)
+	}
+	c.Packages = pkgs
+	if c.PerPackage == 0 {
+		c.PerPackage = 6
+	}
+	if c.PerPackage < 0 {
+		return fmt.Errorf("%w: per-package sample must be at least 1, got %d", ErrConfig, c.PerPackage)
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Gremlins == "" {
+		return fmt.Errorf("%w: no gremlins binary: install gremlins %s (make mutation does) and pass its path", ErrConfig, GremlinsVersion)
+	}
+	if _, err := os.Stat(c.Gremlins); err != nil {
+		return fmt.Errorf("%w: gremlins binary: %w (make mutation installs gremlins %s)", ErrConfig, err, GremlinsVersion)
+	}
+	if c.Store == "" {
+		c.Store = filepath.Join("store", "mutation")
+	}
+	if c.Go == "" {
+		c.Go = "go"
+	}
+	if c.UnitTimeout <= 0 {
+		c.UnitTimeout = 5 * time.Minute
+	}
+	if c.RunTimeout <= 0 {
+		c.RunTimeout = 4 * time.Minute
+	}
+	var err error
+	if c.Equivalents == nil {
+		if c.Equivalents, err = LoadEquivalents(nil); err != nil {
+			return err
+		}
+	}
+	if c.Attributions == nil {
+		if c.Attributions, err = LoadAttributions(nil); err != nil {
+			return err
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return nil
+}
+
+// Run runs the mutation run c describes and writes mutation.json and
+// mutation.md into a new directory of c.Store, which it returns.
+func Run(ctx context.Context, c Config) (*report.MutationResults, string, error) {
+	if err := c.defaults(); err != nil {
+		return nil, "", err
+	}
+	start := time.Now()
+	work, err := os.MkdirTemp("", "podsafe-mutation-")
+	if err != nil {
+		return nil, "", fmt.Errorf("mutation work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	ex := &executor{root: c.Root, goCmd: c.Go, unitTimeout: c.UnitTimeout, runTimeout: c.RunTimeout, runsForAll: !c.UnitSurvivorsOnly}
+	res := &report.MutationResults{Generated: start.UTC(), Tool: "gremlins " + GremlinsVersion, Seed: c.Seed, PerPackage: c.PerPackage, Mutators: Mutators}
+
+	// The unmutated system's run of each scenario: a scenario that is not
+	// Ok without a mutant would kill every mutant, so it is not used.
+	base := filepath.Join(work, "baseline")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, "", fmt.Errorf("mutation baseline: %w", err)
+	}
+	bin := filepath.Join(base, "podsafe")
+	if err := ex.buildPodsafe(ctx, "", bin); err != nil {
+		return nil, "", err
+	}
+	usable := map[string]bool{}
+	for _, bug := range scenariosOf(c.Packages) {
+		r := ex.runScenario(ctx, bin, base, bug)
+		res.Baselines = append(res.Baselines, r)
+		fmt.Fprintf(c.Progress, "baseline %-40s %-9s %5.0fs\n", r.Scenario, r.Verdict, r.Seconds)
+		if r.Verdict == string(checker.Ok) {
+			usable[bug] = true
+		} else {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("scenario %s is %s without any mutant (%s); its runs are left out", bug, r.Verdict, r.Error))
+		}
+	}
+
+	snap := filepath.Join(work, "snapshot")
+	if err := Snapshot(ctx, c.Root, snap); err != nil {
+		return nil, "", err
+	}
+	n := 0
+	for _, pkg := range c.Packages {
+		if err := ctx.Err(); err != nil {
+			return nil, "", err
+		}
+		all, err := Enumerate(ctx, c.Gremlins, snap, pkg, c.Progress)
+		if err != nil {
+			return nil, "", err
+		}
+		var scen []string
+		for _, b := range PackageScenarios[pkg] {
+			if usable[b] {
+				scen = append(scen, b)
+			}
+		}
+		pr := report.MutationPackage{Package: pkg, Total: len(all), Scenarios: scenarioNames(scen)}
+		var candidates []Mutant
+		for i := range all {
+			m := &all[i]
+			if err := m.Locate(c.Root); err != nil {
+				res.Warnings = append(res.Warnings, err.Error())
+				continue
+			}
+			if e, ok := equivalent(c.Equivalents, m); ok {
+				r := resultOf(m)
+				r.Status, r.Reason, r.Guarantees = report.MutantEquivalent, e.Reason, Attribute(c.Attributions, m)
+				res.Mutants = append(res.Mutants, r)
+				pr.Equivalent++
+				continue
+			}
+			candidates = append(candidates, *m)
+		}
+		sample := Sample(candidates, c.PerPackage, c.Seed, pkg)
+		pr.Sampled = len(sample)
+		for i := range sample {
+			m := &sample[i]
+			n++
+			r := ex.evaluate(ctx, m, scen, filepath.Join(work, fmt.Sprintf("m%d", n)))
+			if r.Status != report.MutantNotViable {
+				r.Guarantees = mergeIDs(Attribute(c.Attributions, m), r.Guarantees)
+			}
+			count(&pr, r)
+			res.Mutants = append(res.Mutants, r)
+			fmt.Fprintf(c.Progress, "%-60s %-22s %5.0fs %s\n", r.ID, r.Status, r.Seconds, runsSummary(r.Runs))
+		}
+		res.Packages = append(res.Packages, pr)
+	}
+	res.Guarantees()
+	res.Elapsed = time.Since(start).Seconds()
+	dir, err := writeResults(c.Store, start, res)
+	return res, dir, err
+}
+
+// equivalent finds m in the equivalent list.
+func equivalent(es []Equivalent, m *Mutant) (Equivalent, bool) {
+	for _, e := range es {
+		if e.Matches(m) {
+			return e, true
+		}
+	}
+	return Equivalent{}, false
+}
+
+// count adds a sampled mutant's outcome to its package's counts.
+func count(p *report.MutationPackage, r report.MutantResult) {
+	if r.KilledByUnit {
+		p.KilledByUnit++
+	}
+	switch r.Status {
+	case report.MutantNotViable:
+		p.NotViable++
+	case report.MutantKilledByChecker:
+		p.KilledByChecker++
+	case report.MutantKilledByCrash:
+		p.KilledByCrash++
+	case report.MutantSurvived:
+		p.Survived++
+	}
+}
+
+func mergeIDs(a, b []string) []string {
+	out := append(append([]string(nil), a...), b...)
+	return sortedUnique(out)
+}
+
+func runsSummary(runs []report.MutantRun) string {
+	s := ""
+	for _, r := range runs {
+		s += fmt.Sprintf(" %s=%s", r.Scenario, r.Verdict)
+	}
+	return s
+}

@@ -1,0 +1,235 @@
+package mutation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/podsafe/podsafe/checker"
+	"github.com/podsafe/podsafe/report"
+)
+
+// The verdicts of a run that gave none.
+const (
+	verdictCrashed  = "crashed"
+	verdictTimedOut = "timed out"
+)
+
+// executor runs the go command and podsafe binaries for one mutation run.
+type executor struct {
+	root        string
+	goCmd       string
+	unitTimeout time.Duration
+	runTimeout  time.Duration
+	// runsForAll runs the scenarios of mutants the unit tests killed too,
+	// so that a checker's catch is measured for every mutant.
+	runsForAll bool
+}
+
+// goRun runs the go command in the module root and returns its combined
+// output.
+func (e *executor) goRun(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.goCmd, args...)
+	cmd.Dir = e.root
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil && err != nil {
+		err = fmt.Errorf("%w (after %s)", context.DeadlineExceeded, timeout)
+	}
+	return string(out), err
+}
+
+// buildPodsafe builds podsafe, mutated by overlay when it is not empty.
+func (e *executor) buildPodsafe(ctx context.Context, overlay, out string) error {
+	args := []string{"build"}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, "-o", out, "./cmd/podsafe")
+	if o, err := e.goRun(ctx, 10*time.Minute, args...); err != nil {
+		return fmt.Errorf("building podsafe: %w\n%s", err, tail(o, 10))
+	}
+	return nil
+}
+
+// runScenario runs bug's scenario with the podsafe binary bin, its store
+// under dir, and reads its verdict; the run's directory is removed after.
+func (e *executor) runScenario(ctx context.Context, bin, dir, bug string) report.MutantRun {
+	start := time.Now()
+	r := report.MutantRun{Scenario: bug}
+	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	s, err := Scenario(bug)
+	if err != nil {
+		r.Verdict, r.Error = verdictCrashed, err.Error()
+		return r
+	}
+	store := filepath.Join(dir, "runs-"+bug)
+	defer os.RemoveAll(store)
+	file := filepath.Join(dir, s.Name+".json")
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		r.Verdict, r.Error = verdictCrashed, err.Error()
+		return r
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, bin, "test", "--scenario", file, "--store", store, "--compress=false")
+	cmd.Dir = dir
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	if rctx.Err() != nil && ctx.Err() == nil {
+		r.Verdict, r.Error = verdictTimedOut, fmt.Sprintf("no verdict after %s", e.runTimeout)
+		return r
+	}
+	res, err := readRunResults(store)
+	if err != nil {
+		r.Verdict, r.Error = verdictCrashed, strings.TrimSpace(fmt.Sprintf("%v; %v\n%s", err, runErr, tail(out.String(), 5)))
+		return r
+	}
+	r.Verdict = string(res.Verdict)
+	for _, c := range res.Checks {
+		if c.Verdict == checker.Illegal {
+			r.Illegal = append(r.Illegal, c.Checker)
+			r.Guarantees = append(r.Guarantees, c.Guarantees...)
+		}
+	}
+	slices.Sort(r.Guarantees)
+	r.Guarantees = slices.Compact(r.Guarantees)
+	if res.Error != "" {
+		r.Error = res.Error
+	}
+	return r
+}
+
+// readRunResults reads the results.json of the one run beneath store.
+func readRunResults(store string) (*report.Results, error) {
+	found, _ := filepath.Glob(filepath.Join(store, "*", "*", report.ResultsFile))
+	if len(found) == 0 {
+		return nil, errors.New("the run wrote no results.json")
+	}
+	b, err := os.ReadFile(found[0])
+	if err != nil {
+		return nil, fmt.Errorf("reading the run's results: %w", err)
+	}
+	var res report.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", found[0], err)
+	}
+	return &res, nil
+}
+
+// evaluate applies m through an overlay in dir, then runs the package's
+// unit tests and the scenarios and says what killed it.
+func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, dir string) report.MutantResult {
+	start := time.Now()
+	r := resultOf(m)
+	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.Status, r.Reason = report.MutantNotViable, err.Error()
+		return r
+	}
+	defer os.RemoveAll(dir)
+	ov, err := m.WriteOverlay(e.root, dir)
+	if err != nil {
+		r.Status, r.Reason = report.MutantNotViable, err.Error()
+		return r
+	}
+	if out, err := e.goRun(ctx, 5*time.Minute, "build", "-overlay", ov, "./"+m.Package); err != nil {
+		r.Status, r.Reason = report.MutantNotViable, compilerComplaint(out, err)
+		return r
+	}
+	if m.CoveredByUnit {
+		_, err := e.goRun(ctx, e.unitTimeout, "test", "-overlay", ov, "-count=1", "-failfast", "-timeout", e.unitTimeout.String(), "./"+m.Package)
+		r.KilledByUnit = err != nil
+	}
+	if r.KilledByUnit && !e.runsForAll {
+		r.Status = report.MutantKilledByUnit
+		return r
+	}
+	bin := filepath.Join(dir, "podsafe")
+	if err := e.buildPodsafe(ctx, ov, bin); err != nil {
+		r.Status, r.Reason = report.MutantNotViable, err.Error()
+		return r
+	}
+	for _, bug := range scenarios {
+		run := e.runScenario(ctx, bin, dir, bug)
+		r.Runs = append(r.Runs, run)
+		if run.Verdict == string(checker.Illegal) || ctx.Err() != nil {
+			break // one catch is enough; the rest would only add IDs
+		}
+	}
+	classify(&r)
+	return r
+}
+
+// classify sets the status of a mutant whose unit tests and runs are done:
+// a checker's Illegal first, then a run that crashed, timed out or could
+// not be judged (the baseline run of each scenario was judged Ok), then
+// the unit tests.
+func classify(r *report.MutantResult) {
+	r.Status = report.MutantSurvived
+	crashed := false
+	for _, run := range r.Runs {
+		switch run.Verdict {
+		case string(checker.Illegal):
+			r.Status = report.MutantKilledByChecker
+			r.Broke = append(r.Broke, run.Guarantees...)
+		case string(checker.Ok):
+		default:
+			crashed = true
+		}
+	}
+	slices.Sort(r.Broke)
+	r.Broke = slices.Compact(r.Broke)
+	switch {
+	case r.Status == report.MutantKilledByChecker:
+	case crashed:
+		r.Status = report.MutantKilledByCrash
+	case r.KilledByUnit:
+		r.Status = report.MutantKilledByUnit
+	}
+	r.Guarantees = append(r.Guarantees, r.Broke...)
+	slices.Sort(r.Guarantees)
+	r.Guarantees = slices.Compact(r.Guarantees)
+}
+
+// resultOf is the part of a mutant's result known before it is run.
+func resultOf(m *Mutant) report.MutantResult {
+	return report.MutantResult{
+		ID: m.ID(), Package: m.Package, File: m.File, Line: m.Line, Column: m.Column, Func: m.Func,
+		Mutator: m.Mutator, Original: m.Original, Replacement: m.Replacement, Source: m.Source,
+		CoveredByUnit: m.CoveredByUnit,
+	}
+}
+
+// compilerComplaint is the first error line of a failed build.
+func compilerComplaint(out string, err error) string {
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	return err.Error()
+}
+
+// scenarioNames are the scenario names of the zoo bugs.
+func scenarioNames(bugs []string) []string {
+	out := make([]string, len(bugs))
+	for i, b := range bugs {
+		out[i] = "mutation-" + b
+	}
+	return out
+}
