@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,12 @@ func runMutation(cmd *cobra.Command, f *mutationFlags) error {
 	if f.gremlins == "" {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--gremlins is required: the gremlins %s binary (make mutation installs and passes it)", mutation.GremlinsVersion)}
 	}
+	// make passes MUTATION_PKGS as one argument, perhaps space separated.
+	var pkgs []string
+	for _, p := range f.packages {
+		pkgs = append(pkgs, strings.Fields(p)...)
+	}
+	f.packages = pkgs
 	for _, p := range f.packages {
 		if _, err := mutation.NormalizePackage(p); err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--packages: %w", err)}
