@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +16,7 @@ import (
 // deletions and events.
 type binder struct {
 	client kubernetes.Interface
-	// lastEvent is the time part of the last Event name handed out.
-	lastEvent atomic.Int64
+	events schedEvents
 }
 
 // bind posts pods/binding with the pod's UID as precondition; the API
@@ -31,6 +29,8 @@ func (b *binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 	if err := b.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
 	}
+	b.events.eventf(ctx, b.client, pod, pod, nil, corev1.EventTypeNormal, reasonScheduled, actionBinding,
+		"Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
 	return nil
 }
 
@@ -115,49 +115,15 @@ func (b *binder) patchUnscheduled(ctx context.Context, pod *corev1.Pod, reason, 
 	return nil
 }
 
-// noteLengthLimit bounds an Event's message, as the API validates it.
+// noteLengthLimit bounds an Event's note, as the API validates it.
 const noteLengthLimit = 1024
 
-// recordFailedScheduling writes a Warning Event FailedScheduling on a pod
+// recordFailedScheduling records a Warning Event FailedScheduling on a pod
 // that stays pending after a cycle, with the cycle's message: one per
-// failed attempt, so the queue's back-off bounds their rate.
-func (b *binder) recordFailedScheduling(ctx context.Context, pod *corev1.Pod, msg string, now metav1.Time) error {
-	if len(msg) > noteLengthLimit {
-		msg = msg[:noteLengthLimit-4] + " ..."
-	}
-	ev := b.event(pod, now, corev1.EventTypeWarning, "FailedScheduling", msg)
-	if _, err := b.client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("recording failed scheduling of %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return nil
-}
-
-// event builds an Event on pod. Its name is the pod's and the time, as
-// client-go's recorder names them, made unique within this binder even
-// when the clock stands still.
-func (b *binder) event(pod *corev1.Pod, now metav1.Time, typ, reason, msg string) *corev1.Event {
-	nanos := now.UnixNano()
-	for {
-		last := b.lastEvent.Load()
-		if nanos <= last {
-			nanos = last + 1
-		}
-		if b.lastEvent.CompareAndSwap(last, nanos) {
-			break
-		}
-	}
-	return &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, nanos)},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace,
-			Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		Reason:         reason,
-		Message:        msg,
-		Type:           typ,
-		Source:         corev1.EventSource{Component: "scheduler"},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-	}
+// failed attempt, so the queue's back-off bounds their rate, and the
+// recorder folds repeats into one Event's count.
+func (b *binder) recordFailedScheduling(ctx context.Context, pod *corev1.Pod, msg string) {
+	b.events.eventf(ctx, b.client, pod, pod, nil, corev1.EventTypeWarning, reasonFailedScheduling, actionScheduling, "%s", truncateNote(msg))
 }
 
 // preemptedMessage is the message of the DisruptionTarget condition the
@@ -218,19 +184,9 @@ func (b *binder) evict(ctx context.Context, victim *corev1.Pod) error {
 	return nil
 }
 
-// recordPreempted writes an Event on the victim (PR-15).
-func (b *binder) recordPreempted(ctx context.Context, victim, preemptor *corev1.Pod, node string, now metav1.Time) error {
-	ev := b.event(victim, now, corev1.EventTypeNormal, "Preempted", fmt.Sprintf("Preempted by pod %s/%s (uid %s, priority %d) on node %s",
-		preemptor.Namespace, preemptor.Name, preemptor.UID, priorityOf(preemptor), node))
-	if _, err := b.client.CoreV1().Events(victim.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("recording preemption of %s/%s: %w", victim.Namespace, victim.Name, err)
-	}
-	return nil
-}
-
-func priorityOf(pod *corev1.Pod) int32 {
-	if pod.Spec.Priority == nil {
-		return 0
-	}
-	return *pod.Spec.Priority
+// recordPreempted records an Event on the victim, naming its preemptor
+// as related object (PR-15), in kube-scheduler's words.
+func (b *binder) recordPreempted(ctx context.Context, victim, preemptor *corev1.Pod, node string) {
+	b.events.eventf(ctx, b.client, preemptor, victim, preemptor, corev1.EventTypeNormal, reasonPreempted, actionPreempting,
+		"Preempted by pod %v on node %v", preemptor.UID, node)
 }

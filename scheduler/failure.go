@@ -71,9 +71,7 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, pod *corev1.Pod
 	}
 	s.queue.AddUnschedulableIfNotPresent(cached)
 	now := metav1.NewTime(s.cfg.Clock.Now())
-	if err := s.binder.recordFailedScheduling(ctx, cached, msg, now); err != nil && ctx.Err() == nil {
-		s.log.Debug("recording FailedScheduling", "pod", klogRef(pod), "err", err)
-	}
+	s.binder.recordFailedScheduling(ctx, cached, msg)
 	if err := s.binder.markUnscheduled(ctx, cached, reason, msg, nominate, now); err != nil && ctx.Err() == nil {
 		s.log.Warn("writing PodScheduled", "pod", klogRef(pod), "err", err)
 	}
@@ -127,9 +125,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res *framework
 		}
 		s.log.Info("preempted", "victim", klogRef(v), "victim_priority", corev1helpers.PodPriority(v),
 			"preemptor", klogRef(pod), "preemptor_priority", prio, "node", node)
-		if err := s.binder.recordPreempted(ctx, v, pod, node, now); err != nil {
-			s.log.Warn("recording preemption event", "victim", klogRef(v), "err", err)
-		}
+		s.binder.recordPreempted(ctx, v, pod, node)
 	}
 	s.clearLowerNominations(ctx, pod, node)
 }

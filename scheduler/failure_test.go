@@ -74,7 +74,7 @@ func outcomeOf(t *testing.T, s *Scheduler, cs *fake.Clientset, pod *corev1.Pod) 
 		out.Queue = map[place]string{inActive: "active", inBackoff: "backoff", inFlight: "in flight"}[qp.where]
 	}
 	s.queue.mu.Unlock()
-	for _, a := range cs.Actions() {
+	for _, a := range settledActions(cs) {
 		switch {
 		case a.GetVerb() == "create" && a.GetResource().Resource == "events":
 			ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)

@@ -203,7 +203,7 @@ func TestPreemption(t *testing.T) {
 func callsOf(t *testing.T, cs *fake.Clientset) []string {
 	t.Helper()
 	var out []string
-	for _, a := range cs.Actions() {
+	for _, a := range settledActions(cs) {
 		res := a.GetResource().Resource
 		if a.GetSubresource() != "" {
 			res += "/" + a.GetSubresource()
@@ -237,7 +237,7 @@ func callsOf(t *testing.T, cs *fake.Clientset) []string {
 		}
 		out = append(out, call)
 	}
-	return out
+	return inRecordingOrder(out)
 }
 
 // TestPreemptMarksVictims: before deleting a victim the scheduler writes
