@@ -235,6 +235,7 @@ func TestTableColumnsOfEveryResource(t *testing.T) {
 		"priorityclasses":      {"Name", "Value", "Global-Default", "Age", "PreemptionPolicy"},
 		"poddisruptionbudgets": {"Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"},
 		"statefulsets":         {"Name", "Ready", "Age", "+Containers", "+Images"},
+		"deployments":          {"Name", "Ready", "Up-to-date", "Available", "Age", "+Containers", "+Images", "+Selector"},
 		"replicasets":          {"Name", "Desired", "Current", "Ready", "Age", "+Containers", "+Images", "+Selector"},
 		"volumeattachments":    {"Name", "Attacher", "PV", "Node", "Attached", "Age"},
 	}
