@@ -63,4 +63,19 @@ func init() {
 		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true,
 			FenceAgents: []string{"storage"}, NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
 	})
+	registerBug(Bug{
+		Name:        "storage-accepts-stale-tokens",
+		Description: "a storage that compares fencing tokens forgets to, and accepts a superseded attachment's writes after its successor's (breaks PS-15; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/cluster/storage/acceptStaleTokens",
+		Guarantees:  []string{"PS-15"},
+		Checker:     checker.StorageChecker,
+		// The storage-accepts-fenced-writes scenario with that bug planted
+		// too, on a storage comparing fencing tokens: the fence no longer
+		// stops the old pet's writes, only the token does. Without this
+		// bug, the clean run shows the tokens alone keep PS-15.
+		Scenario: Scenario{Workload: "pets", Nemesis: []string{"partition-node"}, Fencing: true,
+			FenceAgents: []string{"storage"}, Bugs: []string{"storage-accepts-fenced-writes"},
+			Policies:        Policies{StorageFencingTokens: true},
+			NemesisInterval: Duration(4 * time.Second), Duration: Duration(15 * time.Second), Seed: 1},
+	})
 }
