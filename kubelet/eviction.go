@@ -151,6 +151,7 @@ func (k *Kubelet) evictOnce(ctx context.Context, mr MemoryReporter) {
 		}
 		k.log.Info("evicting pod", "pod", v.Name, "memory", total, "usage", v.Usage, "request", v.Request, "grace", grace)
 		w.evict(grace)
+		k.evictedEvent(w.evictPod())
 		if k.awaitKill(ctx, v.UID, grace) || ctx.Err() != nil {
 			return
 		}

@@ -201,6 +201,7 @@ type Kubelet struct {
 	// (Registered).
 	registered     chan struct{}
 	registeredOnce sync.Once
+	events         kubeletEvents // events.go
 }
 
 // Registered returns a channel closed once this kubelet has first posted its

@@ -126,6 +126,7 @@ func (w *podWorker) probeResult(ctx context.Context, s *ctrState, kind ProbeKind
 		return
 	}
 	ps.fails[kind]++
+	w.unhealthyEvent(s, kind)
 	if kind == ProbeReadiness {
 		ps.successes = 0
 	}

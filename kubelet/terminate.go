@@ -149,6 +149,7 @@ func (w *podWorker) terminate(ctx context.Context, deleted bool) {
 			}
 		}
 		tl := NewKillTimeline(start, grace, hasPreStop)
+		w.killingEvent(s, "")
 		in.kill = newGraceCap(grace)
 		t.caps = append(t.caps, in.kill)
 		t.wg.Add(1)
@@ -177,6 +178,7 @@ func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillRe
 	w.k.log.Info("killing container", "pod", w.namespace+"/"+w.name, "container", s.spec.Name,
 		"reason", string(reason), "grace", grace)
 	tl := NewKillTimeline(w.k.clock.Now(), max(grace, 1), hasPreStop && grace > 0)
+	w.killingEvent(s, reason)
 	in := s.cur
 	in.kill = newGraceCap(tl.Grace)
 	go w.k.killContainer(ctx, in, tl, in.kill)

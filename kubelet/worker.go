@@ -363,6 +363,7 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 			return next // failed for good: the pod fails
 		case s.last != nil && now.Before(s.notAfter):
 			s.waitMsg = "back-off restarting failed init container"
+			w.backOffEvent(s)
 			later(s.notAfter)
 			return next
 		}
@@ -378,6 +379,7 @@ func (w *podWorker) startContainers(ctx context.Context, now time.Time) time.Tim
 			continue
 		case s.last != nil && now.Before(s.notAfter):
 			s.waitMsg = "back-off restarting failed container"
+			w.backOffEvent(s)
 			later(s.notAfter)
 			continue
 		}
@@ -398,11 +400,13 @@ func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time, vols 
 	if s.last != nil {
 		attempt = s.restarts + 1
 	}
+	w.imageEvents(s)
 	id, err := w.k.rt.Start(ctx, ContainerConfig{
 		Node: w.k.cfg.NodeName, Namespace: w.namespace, Pod: w.name, UID: string(w.uid),
 		Container: *s.spec, Init: s.init, Annotations: w.pod.Annotations, Attempt: attempt,
 		Volumes: vols,
 	})
+	w.startEvents(s, err)
 	if err != nil {
 		s.waitMsg = err.Error()
 		s.notAfter = now.Add(s.backoff.Next(0))
