@@ -278,6 +278,8 @@ spec:
 	if counts != "2/2" || cur != upd || cur == "" {
 		t.Errorf("after the restart's rollout: %q", sts)
 	}
+	applySteps(t, e)
+	deploymentSteps(t, e)
 }
 
 // embeddedOnly are the steps only the embedded cluster serves as asserted:
