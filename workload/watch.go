@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,9 +22,23 @@ import (
 // lines) spell it.
 const LeaseResource = "leases.coordination.k8s.io"
 
-// Watcher is one watcher process of the register workload: it keeps a watch
-// of the register's Leases open, as client-go's reflector does, and records
-// every watch request and every event delivered (history watch lines).
+// WatchRewind is the history.WatchEvent Reason of a watch request that
+// resumes not from the last resourceVersion its watcher received but from
+// an older one it received (or its list's): the stream must deliver again
+// exactly the changes after it, or answer 410 Gone when they left the
+// store's watch window. The checkers spell it alike.
+const WatchRewind = "rewind"
+
+// LogWatcherEnd is the message of the log line a watcher writes when it
+// stops: attributes "watcher", "resource", "namespace", and the counts
+// "streams", "rewinds", "gone" (410 Gone answers) and "lists".
+const LogWatcherEnd = "watcher finished"
+
+// Watcher is one long-lived watcher process: it keeps a watch open, as
+// client-go's reflector does, and records every watch request and every
+// event delivered (history watch lines). The register workload runs one per
+// Watcher of its namespace's Leases; SetWatchers runs one per Watcher and
+// watched set.
 type Watcher struct {
 	// Name names the watcher in the history (default "w<index>").
 	Name string
@@ -34,8 +48,14 @@ type Watcher struct {
 	// Reader, when set, gets every object the watch delivers as ADDED,
 	// over its own connection, as soon as it arrives: a recorded get that
 	// begins after the delivery, as a controller reacting to its informer
-	// does. Nil: the watcher only watches.
+	// does. Nil: the watcher only watches. Only the register's watchers
+	// read.
 	Reader kubernetes.Interface
+	// Rewind is the percentage (0..100) of resumes that rewind: they
+	// resume from an older resourceVersion the watcher received rather
+	// than the last (WatchRewind), half the time the oldest it remembers,
+	// so that resumes reach the watch window's floor. 0: none.
+	Rewind int
 
 	_ struct{}
 }
@@ -53,11 +73,18 @@ const (
 	// readQueue bounds the deliveries waiting for their get; past it a
 	// delivery goes unread.
 	readQueue = 64
+	// rewindMemory bounds the resourceVersions a watcher remembers to
+	// rewind to: the last ones received since its list.
+	rewindMemory = 256
 )
 
-// runWatcher runs watcher wt (the i-th) until ctx ends: list, then watch from
-// the list's resourceVersion; after a watch ends for any reason, watch again
-// from the last resourceVersion received (an event's or a bookmark's); after
+// rewindPercent is wt's Rewind, bounded to 0..100.
+func (wt Watcher) rewindPercent() int { return min(max(wt.Rewind, 0), 100) }
+
+// runWatcher runs the register's watcher wt (the i-th) until ctx ends: list,
+// then watch from the list's resourceVersion; after a watch ends for any
+// reason, watch again from the last resourceVersion received (an event's or
+// a bookmark's), or now and then from an older one (Watcher.Rewind); after
 // 410 Gone, list again and watch from the new list's resourceVersion.
 func (w *Register) runWatcher(ctx context.Context, i int, wt Watcher, rec *history.Recorder, seed uint64, stats *Stats, nextPID *atomic.Int64) {
 	name := wt.Name
@@ -91,23 +118,66 @@ func (w *Register) runWatcher(ctx context.Context, i int, wt Watcher, rec *histo
 			}
 		}()
 	}
-	s := &watchStream{w: w, name: name, rec: rec, reads: reads}
+	s := &watchStream{name: name, rec: rec, kind: leaseKind, namespace: w.Namespace, reads: reads}
+	list := func() (string, uint64, bool) {
+		if w.Limiter.Wait(ctx) != nil {
+			return "", 0, false
+		}
+		// Like every other operation, a list in flight when the run ends
+		// completes on its own time.
+		op, ok := lister.list(context.WithoutCancel(ctx))
+		return op.RV, op.ID, ok
+	}
+	s.run(ctx, wt.Client, rng, list, w.WatchTimeout, wt.rewindPercent())
+}
+
+// drawWatchTimeout draws the timeoutSeconds of the next watch request, from
+// [minWatchTimeout, longest].
+func drawWatchTimeout(rng *rand.Rand, longest time.Duration) int64 {
+	lo, hi := int64(minWatchTimeout/time.Second), int64(longest/time.Second)
+	if hi <= lo {
+		return lo
+	}
+	return lo + rng.Int64N(hi-lo+1)
+}
+
+// watchStream is a watcher's position: where its next watch starts and why,
+// what it received since its last list, and how many watch requests,
+// rewinds, 410 Gone answers and lists it had.
+type watchStream struct {
+	name      string
+	rec       *history.Recorder
+	kind      *watchKind
+	namespace string
+	reads     chan<- string
+	stream    int
+	from      string
+	reason    string
+	list      uint64
+	// past holds the resourceVersions received since the last list (its
+	// own first), increasing, the last rewindMemory of them.
+	past                  []uint64
+	rewinds, gone, relist int
+}
+
+// run is the reflector loop: list (list returns the list's resourceVersion
+// and op ID, ok when it succeeded), watch from it, resume or rewind after
+// each stream, list again after 410 Gone; until ctx ends. It ends with a
+// LogWatcherEnd line.
+func (s *watchStream) run(ctx context.Context, cs kubernetes.Interface, rng *rand.Rand, list func() (string, uint64, bool), longest time.Duration, rewind int) {
+	defer s.logEnd()
 	for ctx.Err() == nil {
 		if s.from == "" {
-			if w.Limiter.Wait(ctx) != nil {
-				return
-			}
-			// Like every other operation, a list in flight when the run
-			// ends completes on its own time.
-			op, ok := lister.list(context.WithoutCancel(ctx))
+			rv, id, ok := list()
 			if !ok {
 				sleepCtx(ctx, watchRetry)
 				continue
 			}
-			s.from, s.reason, s.list = op.RV, history.WatchFromList, op.ID
+			s.listed(rv, id)
+		} else if rewind > 0 && rng.IntN(100) < rewind {
+			s.rewind(rng)
 		}
-		timeout := w.watchTimeout(rng)
-		gone, failed := s.watch(ctx, wt.Client, timeout)
+		gone, failed := s.watch(ctx, cs, drawWatchTimeout(rng, longest))
 		switch {
 		case gone:
 			s.from = ""
@@ -117,26 +187,52 @@ func (w *Register) runWatcher(ctx context.Context, i int, wt Watcher, rec *histo
 	}
 }
 
-// watchTimeout draws the timeoutSeconds of the next watch request.
-func (w *Register) watchTimeout(rng *rand.Rand) int64 {
-	lo, hi := int64(minWatchTimeout/time.Second), int64(w.WatchTimeout/time.Second)
-	if hi <= lo {
-		return lo
+// listed starts the watcher afresh from a list at rv (op id).
+func (s *watchStream) listed(rv string, id uint64) {
+	s.from, s.reason, s.list = rv, history.WatchFromList, id
+	s.relist++
+	s.past = s.past[:0]
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		s.past = append(s.past, n)
 	}
-	return lo + rng.Int64N(hi-lo+1)
 }
 
-// watchStream is a watcher's position: where its next watch starts and why,
-// and how many watch requests it made.
-type watchStream struct {
-	w      *Register
-	name   string
-	rec    *history.Recorder
-	reads  chan<- string
-	stream int
-	from   string
-	reason string
-	list   uint64
+// received moves the position to rv, an event's or a bookmark's.
+func (s *watchStream) received(rv string) {
+	if rv == "" {
+		return
+	}
+	s.from = rv
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil || (len(s.past) > 0 && n <= s.past[len(s.past)-1]) {
+		return
+	}
+	if len(s.past) == rewindMemory {
+		s.past = append(s.past[:0], s.past[1:]...)
+	}
+	s.past = append(s.past, n)
+}
+
+// rewind moves the next request's start back to an older resourceVersion
+// the watcher received: the oldest remembered or one drawn from the rest.
+// It does nothing when the watcher remembers none older than its position.
+func (s *watchStream) rewind(rng *rand.Rand) {
+	cur, err := strconv.ParseUint(s.from, 10, 64)
+	if err != nil {
+		return
+	}
+	older := sort.Search(len(s.past), func(i int) bool { return s.past[i] >= cur })
+	if older == 0 {
+		return
+	}
+	pick := 0
+	if rng.IntN(2) == 1 {
+		pick = rng.IntN(older)
+	}
+	to := s.past[pick]
+	s.past = s.past[:pick+1]
+	s.from, s.reason, s.list = strconv.FormatUint(to, 10), WatchRewind, 0
+	s.rewinds++
 }
 
 // watch makes one watch request from s.from and records it; s.from follows
@@ -145,7 +241,7 @@ type watchStream struct {
 func (s *watchStream) watch(ctx context.Context, cs kubernetes.Interface, timeout int64) (gone, failed bool) {
 	s.stream++
 	open := history.WatchEvent{Watcher: s.name, Stream: s.stream, Phase: history.WatchOpen,
-		Resource: LeaseResource, Namespace: s.w.Namespace, FromRV: s.from, Reason: s.reason}
+		Resource: s.kind.resource, Namespace: s.namespace, FromRV: s.from, Reason: s.reason}
 	if s.reason == history.WatchFromList {
 		open.List = s.list
 	}
@@ -153,40 +249,34 @@ func (s *watchStream) watch(ctx context.Context, cs kubernetes.Interface, timeou
 	// Whatever happens next, a new request resumes from what this one
 	// received.
 	s.reason, s.list = history.WatchResume, 0
-	wi, err := cs.CoordinationV1().Leases(s.w.Namespace).Watch(ctx, metav1.ListOptions{
+	wi, err := s.kind.watch(ctx, cs, s.namespace, metav1.ListOptions{
 		ResourceVersion: s.from, AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
 	})
 	if err != nil {
-		code := apiCode(err)
-		s.close(err.Error(), code)
-		return code == 410, true
+		return s.fail(err.Error(), apiCode(err)), true
 	}
 	defer wi.Stop()
 	for ev := range wi.ResultChan() {
 		switch ev.Type {
 		case watch.Error:
 			err := apierrors.FromObject(ev.Object)
-			code := apiCode(err)
-			s.close(err.Error(), code)
-			return code == 410, true
+			return s.fail(err.Error(), apiCode(err)), true
 		case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-			l, ok := ev.Object.(*coordinationv1.Lease)
+			o, ok := s.kind.read(ev.Object)
 			if !ok {
 				s.close(fmt.Sprintf("unexpected %s event object %T", ev.Type, ev.Object), 0)
 				return false, true
 			}
 			line := history.WatchEvent{Watcher: s.name, Stream: s.stream, Phase: history.WatchDeliver,
-				Type: string(ev.Type), RV: l.ResourceVersion}
+				Type: string(ev.Type), RV: o.rv}
 			if ev.Type != watch.Bookmark {
-				line.Key, line.Value = l.Name, holder(l)
+				line.Key, line.Value = o.name, o.value
 			}
 			s.rec.Watch(line)
-			if l.ResourceVersion != "" {
-				s.from = l.ResourceVersion
-			}
+			s.received(o.rv)
 			if ev.Type == watch.Added && s.reads != nil {
 				select {
-				case s.reads <- l.Name:
+				case s.reads <- o.name:
 				default:
 				}
 			}
@@ -202,8 +292,28 @@ func (s *watchStream) watch(ctx context.Context, cs kubernetes.Interface, timeou
 	return false, false
 }
 
+// fail records the stream's end by an error and reports whether it was
+// 410 Gone.
+func (s *watchStream) fail(msg string, code int) bool {
+	s.close(msg, code)
+	if code == 410 {
+		s.gone++
+		return true
+	}
+	return false
+}
+
 func (s *watchStream) close(msg string, code int) {
 	s.rec.Watch(history.WatchEvent{Watcher: s.name, Stream: s.stream, Phase: history.WatchClose, Error: msg, Code: code})
+}
+
+// logEnd writes the watcher's LogWatcherEnd line.
+func (s *watchStream) logEnd() {
+	s.rec.Log(LogWatcherEnd, map[string]string{
+		"watcher": s.name, "resource": s.kind.resource, "namespace": s.namespace,
+		"streams": strconv.Itoa(s.stream), "rewinds": strconv.Itoa(s.rewinds),
+		"gone": strconv.Itoa(s.gone), "lists": strconv.Itoa(s.relist),
+	})
 }
 
 // apiCode is the HTTP status of an API error, 0 for any other error.
