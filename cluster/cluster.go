@@ -115,6 +115,7 @@ var Identities = []string{
 	apiserver.IdentityPodGC, apiserver.IdentityPetController, apiserver.IdentityReplicaSetController,
 	apiserver.IdentityFencingController, apiserver.IdentityWorkload, apiserver.IdentityAttachDetachController,
 	apiserver.IdentityDisruptionController, apiserver.IdentityDeploymentController,
+	apiserver.IdentityGarbageCollector, apiserver.IdentityNamespaceController,
 }
 
 // Cluster is a running in-process control plane. Its methods are safe for

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podsafe/podsafe/apiserver"
@@ -30,6 +31,12 @@ const (
 	ControllerDeployment    = "deployment"
 	ControllerAttachDetach  = "attachdetach"
 	ControllerDisruption    = "disruption"
+	// ControllerGarbageCollector deletes dependents by their
+	// ownerReferences (background, foreground and orphan propagation).
+	ControllerGarbageCollector = "garbagecollector"
+	// ControllerNamespace deletes the content of terminating namespaces
+	// and finalizes them.
+	ControllerNamespace = "namespace"
 	// ControllerFencing is not among ControllerNames: it starts with them
 	// only when Config.Fencing.Enabled is set.
 	ControllerFencing = "fencing"
@@ -37,19 +44,21 @@ const (
 
 // ControllerNames lists every controller Config.Controllers starts.
 var ControllerNames = []string{ControllerNodeLifecycle, ControllerPodGC, ControllerPet, ControllerReplicaSet, ControllerDeployment, ControllerAttachDetach,
-	ControllerDisruption}
+	ControllerDisruption, ControllerGarbageCollector, ControllerNamespace}
 
 // ControllerIdentity maps each controller to the identity it talks to the
 // API as.
 var ControllerIdentity = map[string]string{
-	ControllerNodeLifecycle: apiserver.IdentityNodeController,
-	ControllerPodGC:         apiserver.IdentityPodGC,
-	ControllerPet:           apiserver.IdentityPetController,
-	ControllerReplicaSet:    apiserver.IdentityReplicaSetController,
-	ControllerDeployment:    apiserver.IdentityDeploymentController,
-	ControllerAttachDetach:  apiserver.IdentityAttachDetachController,
-	ControllerDisruption:    apiserver.IdentityDisruptionController,
-	ControllerFencing:       apiserver.IdentityFencingController,
+	ControllerNodeLifecycle:    apiserver.IdentityNodeController,
+	ControllerPodGC:            apiserver.IdentityPodGC,
+	ControllerPet:              apiserver.IdentityPetController,
+	ControllerReplicaSet:       apiserver.IdentityReplicaSetController,
+	ControllerDeployment:       apiserver.IdentityDeploymentController,
+	ControllerAttachDetach:     apiserver.IdentityAttachDetachController,
+	ControllerDisruption:       apiserver.IdentityDisruptionController,
+	ControllerFencing:          apiserver.IdentityFencingController,
+	ControllerGarbageCollector: apiserver.IdentityGarbageCollector,
+	ControllerNamespace:        apiserver.IdentityNamespaceController,
 }
 
 // Errors of controller control.
@@ -122,6 +131,16 @@ func (c *Cluster) StartController(name string) error {
 		r, err = controller.NewAttachDetach(controller.AttachDetachConfig{Client: cs, Clock: clk, Logger: log})
 	case ControllerDisruption:
 		r, err = controller.NewDisruption(controller.DisruptionConfig{Client: cs, Clock: clk, Logger: log})
+	case ControllerGarbageCollector:
+		var dyn dynamic.Interface
+		if dyn, err = c.controllerDynamic(identity); err == nil {
+			r, err = controller.NewGarbageCollector(controller.GarbageCollectorConfig{Client: cs, Dynamic: dyn, Clock: clk, Logger: log})
+		}
+	case ControllerNamespace:
+		var dyn dynamic.Interface
+		if dyn, err = c.controllerDynamic(identity); err == nil {
+			r, err = controller.NewNamespace(controller.NamespaceConfig{Client: cs, Dynamic: dyn, Clock: clk, Logger: log})
+		}
 	case ControllerFencing:
 		var agents []fencing.Agent
 		if agents, err = c.FenceAgents(); err == nil {
@@ -180,6 +199,15 @@ func (c *Cluster) controllerClientset(identity string) (kubernetes.Interface, er
 		return nil, fmt.Errorf("building clientset for %s: %w", identity, err)
 	}
 	return cs, nil
+}
+
+// controllerDynamic builds identity's dynamic client on ControllerHost.
+func (c *Cluster) controllerDynamic(identity string) (dynamic.Interface, error) {
+	d, err := dynamic.NewForConfig(c.RESTConfig(identity, ClientOptions{Host: ControllerHost}))
+	if err != nil {
+		return nil, fmt.Errorf("building dynamic client for %s: %w", identity, err)
+	}
+	return d, nil
 }
 
 // TransportWrapper returns, for an identity, a wrapper of its client's HTTP

@@ -101,7 +101,9 @@ func (c *Cluster) startMember(m *member) (err error) {
 		Clock:           c.clock,
 		Logger:          log.With("component", "apiserver"),
 		BypassAuthority: c.cfg.BypassAuthority,
-		Logs:            containerLogs{c},
+		// kube-apiserver's NamespaceLifecycle admission, on as upstream.
+		NamespaceLifecycle: true,
+		Logs:               containerLogs{c},
 	})
 	if err != nil {
 		store.Close()
