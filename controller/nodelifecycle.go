@@ -126,6 +126,7 @@ type NodeLifecycle struct {
 
 	mu     sync.Mutex
 	probes map[string]leaseProbe // node -> last renewal seen
+	events eventRecorder         // events.go
 }
 
 // leaseProbe is the last lease renewal the controller saw for a node, timed
@@ -189,6 +190,7 @@ func NewNodeLifecycle(cfg NodeLifecycleConfig) (*NodeLifecycle, error) {
 
 // Run runs the controller until ctx ends.
 func (nl *NodeLifecycle) Run(ctx context.Context) error {
+	nl.events.start(ctx, nl.cfg.Client, nl.cfg.Clock)
 	nl.factory.Start(ctx.Done())
 	nl.leaseFactory.Start(ctx.Done())
 	defer nl.factory.Shutdown()
@@ -305,6 +307,7 @@ func (nl *NodeLifecycle) markDown(ctx context.Context, node *corev1.Node, age ti
 			return fmt.Errorf("marking node %s Ready=Unknown: %w", node.Name, err)
 		}
 		node = updated
+		nl.nodeStatusEvent(node.Name, EventNodeNotReady)
 		nl.log.Warn("node down", "node", node.Name, "lease_age", age)
 	}
 	if unreachableTaint(node) == nil {
@@ -348,6 +351,7 @@ func (nl *NodeLifecycle) markUp(ctx context.Context, node *corev1.Node) error {
 		if _, err := nl.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("marking node %s Ready again: %w", node.Name, err)
 		}
+		nl.nodeStatusEvent(node.Name, EventNodeReady)
 	}
 	return nil
 }
@@ -440,6 +444,7 @@ func (nl *NodeLifecycle) evict(ctx context.Context, pod *corev1.Pod, force bool)
 	if force {
 		opts.GracePeriodSeconds = ptr.To[int64](0)
 	}
+	nl.evictionEvent(p)
 	err = nl.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s/%s of down node %s: %w", pod.Namespace, pod.Name, pod.Spec.NodeName, err)

@@ -90,6 +90,7 @@ type Pet struct {
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
 	synced  []cache.InformerSynced
+	events  eventRecorder // events.go
 }
 
 // NewPet builds the controller; Run starts it.
@@ -138,6 +139,7 @@ func NewPet(cfg PetConfig) (*Pet, error) {
 
 // Run runs the controller until ctx ends.
 func (pc *Pet) Run(ctx context.Context) error {
+	pc.events.start(ctx, pc.cfg.Client, pc.cfg.Clock)
 	pc.factory.Start(ctx.Done())
 	defer pc.factory.Shutdown()
 	if err := waitForSync(ctx, "pet", pc.synced...); err != nil {
@@ -196,6 +198,7 @@ func (pc *Pet) sync(ctx context.Context, key string) error {
 	}
 	for _, p := range plan.remove {
 		err := pc.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, preconditionUID(p.UID))
+		pc.petEvent(set, p.Name, "Delete", err)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting pet %s/%s: %w", p.Namespace, p.Name, err))
 			continue
@@ -347,6 +350,7 @@ func petRevision(set *appsv1.StatefulSet) string {
 func (pc *Pet) createPet(ctx context.Context, set *appsv1.StatefulSet, ord int) error {
 	pod := newPet(set, ord)
 	_, err := pc.cfg.Client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	pc.petEvent(set, pod.Name, "Create", err)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

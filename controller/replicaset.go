@@ -89,6 +89,7 @@ type ReplicaSet struct {
 
 	mu      sync.Mutex
 	pending map[types.UID]*rsPending // set UID -> writes not yet seen
+	events  eventRecorder            // events.go
 }
 
 // rsPending is what the controller did to one set that its pod informer has
@@ -133,6 +134,7 @@ func NewReplicaSet(cfg ReplicaSetConfig) (*ReplicaSet, error) {
 
 // Run runs the controller until ctx ends.
 func (rc *ReplicaSet) Run(ctx context.Context) error {
+	rc.events.start(ctx, rc.cfg.Client, rc.cfg.Clock)
 	rc.factory.Start(ctx.Done())
 	defer rc.factory.Shutdown()
 	if err := waitForSync(ctx, "replica set", rc.synced...); err != nil {
@@ -255,6 +257,7 @@ func (rc *ReplicaSet) createPod(ctx context.Context, set *appsv1.ReplicaSet) err
 		Spec: *set.Spec.Template.Spec.DeepCopy(),
 	}
 	created, err := rc.cfg.Client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	rc.createdEvent(set, created, err)
 	if err != nil {
 		return fmt.Errorf("creating pod of replica set %s/%s: %w", set.Namespace, set.Name, err)
 	}
@@ -270,6 +273,7 @@ func (rc *ReplicaSet) createPod(ctx context.Context, set *appsv1.ReplicaSet) err
 // deletePod gracefully deletes one of the set's pods.
 func (rc *ReplicaSet) deletePod(ctx context.Context, set *appsv1.ReplicaSet, p *corev1.Pod) error {
 	err := rc.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, preconditionUID(p.UID))
+	rc.deletedEvent(set, p, err)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s/%s of replica set %s: %w", p.Namespace, p.Name, set.Name, err)
 	}
