@@ -117,10 +117,12 @@ MUTATION_PKGS        ?=
 MUTATION_PER_PACKAGE ?= 6
 MUTATION_SEED        ?= 1
 MUTATION_STORE       ?= store/mutation
+# MUTATION_COMMIT=HEAD measures the last commit instead of the working tree.
+MUTATION_COMMIT      ?=
 MUTATIONFLAGS        ?=
 mutation: ## mutants of the system under test, each judged by unit tests and podsafe's runs; table in MUTATION_STORE/latest/mutation.md
 	@test -x $(GREMLINS_BIN)/gremlins || GOBIN=$(GREMLINS_BIN) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
-	$(GO) run ./cmd/podsafe mutation --gremlins $(GREMLINS_BIN)/gremlins --per-package $(MUTATION_PER_PACKAGE) --seed $(MUTATION_SEED) --store $(MUTATION_STORE) $(if $(strip $(MUTATION_PKGS)),--packages "$(strip $(MUTATION_PKGS))") $(MUTATIONFLAGS)
+	$(GO) run ./cmd/podsafe mutation --gremlins $(GREMLINS_BIN)/gremlins --per-package $(MUTATION_PER_PACKAGE) --seed $(MUTATION_SEED) --store $(MUTATION_STORE) $(if $(MUTATION_COMMIT),--commit $(MUTATION_COMMIT)) $(if $(strip $(MUTATION_PKGS)),--packages "$(strip $(MUTATION_PKGS))") $(MUTATIONFLAGS)
 
 check-clean: ## fail if failpoint-rewritten files (of failpoint-ctl, which podsafe no longer runs) are in the tree
 	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \

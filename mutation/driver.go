@@ -26,6 +26,10 @@ import (
 type Config struct {
 	// Root is the module root (default ".").
 	Root string
+	// Commit, when set, is the commit whose tree is measured; empty
+	// measures the working tree as it is when the run starts. Either way
+	// the run works on a snapshot (see Snapshot).
+	Commit string
 	// Packages are the package directories (default DefaultPackages).
 	Packages []string
 	// PerPackage is how many mutants each package gets (default 6); 0 or
@@ -130,8 +134,12 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		return nil, "", fmt.Errorf("mutation work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	ex := &executor{root: c.Root, goCmd: c.Go, unitTimeout: c.UnitTimeout, runTimeout: c.RunTimeout, runsForAll: !c.UnitSurvivorsOnly}
-	res := &report.MutationResults{Generated: start.UTC(), Tool: "gremlins " + GremlinsVersion, Seed: c.Seed, PerPackage: c.PerPackage, Mutators: Mutators}
+	snap := filepath.Join(work, "snapshot")
+	if err := Snapshot(ctx, c.Root, snap, c.Commit); err != nil {
+		return nil, "", err
+	}
+	ex := &executor{root: snap, goCmd: c.Go, unitTimeout: c.UnitTimeout, runTimeout: c.RunTimeout, runsForAll: !c.UnitSurvivorsOnly}
+	res := &report.MutationResults{Generated: start.UTC(), Tool: "gremlins " + GremlinsVersion, Seed: c.Seed, PerPackage: c.PerPackage, Mutators: Mutators, Commit: c.Commit}
 
 	// The unmutated system's run of each scenario: a scenario that is not
 	// Ok without a mutant would kill every mutant, so it is not used.
@@ -155,10 +163,6 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		}
 	}
 
-	snap := filepath.Join(work, "snapshot")
-	if err := Snapshot(ctx, c.Root, snap); err != nil {
-		return nil, "", err
-	}
 	n := 0
 	for _, pkg := range c.Packages {
 		if err := ctx.Err(); err != nil {
@@ -178,7 +182,7 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		var candidates []Mutant
 		for i := range all {
 			m := &all[i]
-			if err := m.Locate(c.Root); err != nil {
+			if err := m.Locate(snap); err != nil {
 				res.Warnings = append(res.Warnings, err.Error())
 				continue
 			}

@@ -95,9 +95,24 @@ func Enumerate(ctx context.Context, gremlins, snapshot, pkg string, logw io.Writ
 	return ParseGremlins(pkg, f)
 }
 
-// Snapshot copies the module's tracked files (git ls-files, as the working
-// tree has them) except store/ and bin/ into dir, for gremlins to copy.
-func Snapshot(ctx context.Context, root, dir string) error {
+// Snapshot copies the module's tracked files except store/ and bin/ into
+// dir: as the working tree has them when commit is empty, else as commit
+// has them. A mutation run builds, tests and mutates the snapshot only, so
+// edits made to the tree while it runs do not reach it (and gremlins, which
+// copies the whole module, does not copy the gigabytes of store/).
+func Snapshot(ctx context.Context, root, dir, commit string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("snapshot of %s: %w", root, err)
+	}
+	if commit != "" {
+		// git archive keeps the files' modes; tar leaves store/ and bin/ out.
+		sh := exec.CommandContext(ctx, "sh", "-c", `git archive --format=tar "$1" | tar -x -C "$2" --exclude=store --exclude=bin`, "snapshot", commit, dir)
+		sh.Dir = root
+		if out, err := sh.CombinedOutput(); err != nil {
+			return fmt.Errorf("snapshot of %s at %s: %w\n%s", root, commit, err, out)
+		}
+		return nil
+	}
 	cmd := exec.CommandContext(ctx, "git", "ls-files", "-z")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -108,10 +123,15 @@ func Snapshot(ctx context.Context, root, dir string) error {
 		if rel == "" || strings.HasPrefix(rel, "store/") || strings.HasPrefix(rel, "bin/") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(root, rel))
+		src := filepath.Join(root, rel)
+		st, err := os.Stat(src)
 		if os.IsNotExist(err) {
 			continue // deleted in the working tree
 		}
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", root, err)
+		}
+		b, err := os.ReadFile(src)
 		if err != nil {
 			return fmt.Errorf("snapshot of %s: %w", root, err)
 		}
@@ -119,7 +139,7 @@ func Snapshot(ctx context.Context, root, dir string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("snapshot of %s: %w", root, err)
 		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
+		if err := os.WriteFile(dst, b, st.Mode().Perm()); err != nil {
 			return fmt.Errorf("snapshot of %s: %w", root, err)
 		}
 	}

@@ -130,29 +130,50 @@ func readRunResults(store string) (*report.Results, error) {
 	return &res, nil
 }
 
-// evaluate applies m through an overlay in dir, then runs the package's
-// unit tests and the scenarios and says what killed it.
-func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, dir string) report.MutantResult {
-	start := time.Now()
-	r := resultOf(m)
-	defer func() { r.Seconds = time.Since(start).Seconds() }()
+// prepare applies m through an overlay in dir, compiles its package and
+// runs the package's unit tests when they cover it. ok is false when the
+// mutant is not viable (r says why).
+func (e *executor) prepare(ctx context.Context, m *Mutant, dir string) (r report.MutantResult, overlay string, ok bool) {
+	r = resultOf(m)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.Status, r.Reason = report.MutantNotViable, err.Error()
-		return r
+		return r, "", false
 	}
-	defer os.RemoveAll(dir)
 	ov, err := m.WriteOverlay(e.root, dir)
 	if err != nil {
 		r.Status, r.Reason = report.MutantNotViable, err.Error()
-		return r
+		return r, "", false
 	}
 	if out, err := e.goRun(ctx, 5*time.Minute, "build", "-overlay", ov, "./"+m.Package); err != nil {
 		r.Status, r.Reason = report.MutantNotViable, compilerComplaint(out, err)
-		return r
+		return r, "", false
 	}
 	if m.CoveredByUnit {
 		_, err := e.goRun(ctx, e.unitTimeout, "test", "-overlay", ov, "-count=1", "-failfast", "-timeout", e.unitTimeout.String(), "./"+m.Package)
 		r.KilledByUnit = err != nil
+	}
+	return r, ov, true
+}
+
+// evaluateUnit judges m by its package's unit tests alone.
+func (e *executor) evaluateUnit(ctx context.Context, m *Mutant, dir string) report.MutantResult {
+	defer os.RemoveAll(dir)
+	r, _, ok := e.prepare(ctx, m, dir)
+	if ok {
+		classify(&r)
+	}
+	return r
+}
+
+// evaluate judges m by its package's unit tests and by the scenarios run
+// over a podsafe built with it.
+func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, dir string) report.MutantResult {
+	start := time.Now()
+	defer os.RemoveAll(dir)
+	r, ov, ok := e.prepare(ctx, m, dir)
+	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	if !ok {
+		return r
 	}
 	if r.KilledByUnit && !e.runsForAll {
 		r.Status = report.MutantKilledByUnit

@@ -48,6 +48,8 @@ type MutationResults struct {
 	// Seed and PerPackage drew the sample (see the mutation package).
 	Seed       uint64 `json:"seed"`
 	PerPackage int    `json:"per_package"`
+	// Commit is the commit measured; empty: the working tree.
+	Commit string `json:"commit,omitempty"`
 	// Mutators are the mutator types enumerated.
 	Mutators []string            `json:"mutators"`
 	Packages []MutationPackage   `json:"packages"`

@@ -19,6 +19,7 @@ var errBelowThreshold = errors.New("mutation kill rate below the threshold")
 
 type mutationFlags struct {
 	packages      []string
+	commit        string
 	perPackage    int
 	seed          uint64
 	gremlins      string
@@ -56,6 +57,7 @@ for its per-guarantee kill rate. Exit 1 when a rate is below --min-kill-rate or
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.packages, "packages", nil, "packages to mutate, comma separated (default: raftstore, apiserver, kubelet, scheduler, controller, fencing, cluster/storage)")
+	fl.StringVar(&f.commit, "commit", "", "measure this commit's tree (HEAD, a hash) rather than the working tree; either way the run works on a copy, so later edits do not reach it")
 	fl.IntVar(&f.perPackage, "per-package", 6, "mutants drawn from each package")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the draw")
 	fl.StringVar(&f.gremlins, "gremlins", "", "the gremlins binary, release "+mutation.GremlinsVersion+" (make mutation installs it)")
@@ -95,7 +97,7 @@ func runMutation(cmd *cobra.Command, f *mutationFlags) error {
 		}
 	}
 	res, dir, err := mutation.Run(cmd.Context(), mutation.Config{
-		Packages: f.packages, PerPackage: f.perPackage, Seed: f.seed, Gremlins: f.gremlins, Store: f.store,
+		Packages: f.packages, Commit: f.commit, PerPackage: f.perPackage, Seed: f.seed, Gremlins: f.gremlins, Store: f.store,
 		UnitTimeout: f.unitTimeout, RunTimeout: f.runTimeout, UnitSurvivorsOnly: f.survivorsOnly,
 		Progress: cmd.ErrOrStderr(),
 	})
