@@ -280,6 +280,7 @@ spec:
 	}
 	applySteps(t, e)
 	deploymentSteps(t, e)
+	gcSteps(t, e)
 }
 
 // embeddedOnly are the steps only the embedded cluster serves as asserted:
