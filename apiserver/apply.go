@@ -162,9 +162,10 @@ func (s *Server) apply(r *http.Request, ri *requestInfo, body []byte, validation
 			}
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		stampTimes(live, out, s.clock)
 		return out, nil
 	}
-	ctx := withWriteManager(r.Context(), writeManager{name: opts.manager, apply: true})
+	ctx := withWriteManager(r.Context(), writeManager{name: opts.manager, apply: true, clock: s.clock})
 	for attempt := 0; ; attempt++ {
 		out, err := s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
 			upd, err := merge(cur)

@@ -98,7 +98,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 // create decodes, authorizes, defaults, validates, admits and stores a new
 // object.
 func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []string, error) {
-	ctx, err := withFieldManager(r, "CreateOptions")
+	ctx, err := s.withFieldManager(r, "CreateOptions")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.
 
 // serveUpdate answers PUT on an object or its status.
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	ctx, err := withFieldManager(r, "UpdateOptions")
+	ctx, err := s.withFieldManager(r, "UpdateOptions")
 	if err != nil {
 		writeError(w, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -121,6 +123,9 @@ type writeManager struct {
 	// apply marks a server-side apply, whose Apply operation already
 	// recorded the manager's fields: the write records no Update.
 	apply bool
+	// clock stamps the entries the write changes: the server's clock,
+	// scaled in a scaled cluster, as creationTimestamp is.
+	clock clock.PassiveClock
 }
 
 type writeManagerKey struct{}
@@ -143,7 +148,7 @@ func writeManagerFrom(ctx context.Context) (writeManager, bool) {
 // User-Agent (kubectl-edit, kubectl-client-side-apply, kubelet). An
 // invalid name is 422 naming the options kind (CreateOptions,
 // UpdateOptions, PatchOptions).
-func withFieldManager(r *http.Request, optionsKind string) (context.Context, error) {
+func (s *Server) withFieldManager(r *http.Request, optionsKind string) (context.Context, error) {
 	name := r.URL.Query().Get("fieldManager")
 	if err := validateFieldManager(name, optionsKind); err != nil {
 		return nil, err
@@ -151,7 +156,7 @@ func withFieldManager(r *http.Request, optionsKind string) (context.Context, err
 	if name == "" {
 		name = prefixFromUserAgent(r.UserAgent())
 	}
-	return withWriteManager(r.Context(), writeManager{name: name}), nil
+	return withWriteManager(r.Context(), writeManager{name: name, clock: s.clock}), nil
 }
 
 // validateFieldManager checks a fieldManager parameter as upstream's
@@ -196,6 +201,7 @@ func trackCreate(ctx context.Context, ri *requestInfo, obj runtime.Object) {
 		return
 	}
 	copyManagedFields(obj, fm.UpdateNoErrors(ri.res.newObject(), obj, m.name))
+	stampTimes(nil, obj, m.clock)
 }
 
 // trackUpdate records the writing manager's fields on out, the object
@@ -215,6 +221,7 @@ func trackUpdate(ctx context.Context, ri *requestInfo, cur, out runtime.Object) 
 			return
 		}
 		copyManagedFields(out, fm.UpdateNoErrors(cur, out, m.name))
+		stampTimes(cur, out, m.clock)
 	}
 	keepNoopTimes(cur, out)
 }
@@ -229,6 +236,46 @@ func copyManagedFields(obj, from runtime.Object) {
 	fromMeta, err2 := metaOf(from)
 	if err1 == nil && err2 == nil {
 		objMeta.SetManagedFields(fromMeta.GetManagedFields())
+	}
+}
+
+// stampTimes sets the time of every managed fields entry of out that is
+// new or newer than its entry in cur (nil for a create) to clk's now: the
+// field manager stamps them with the wall clock, and a scaled cluster's
+// objects carry its scaled time everywhere else.
+func stampTimes(cur, out runtime.Object, clk clock.PassiveClock) {
+	if clk == nil {
+		return
+	}
+	outMeta, err := metaOf(out)
+	if err != nil {
+		return
+	}
+	type entryKey struct {
+		manager, subresource string
+		op                   metav1.ManagedFieldsOperationType
+	}
+	before := map[entryKey]*metav1.Time{}
+	if cur != nil {
+		if curMeta, err := metaOf(cur); err == nil {
+			for _, e := range curMeta.GetManagedFields() {
+				before[entryKey{e.Manager, e.Subresource, e.Operation}] = e.Time
+			}
+		}
+	}
+	mf := outMeta.GetManagedFields()
+	now := metav1.NewTime(clk.Now().UTC().Truncate(time.Second))
+	changed := false
+	for i := range mf {
+		old, ok := before[entryKey{mf[i].Manager, mf[i].Subresource, mf[i].Operation}]
+		if ok && old.Equal(mf[i].Time) {
+			continue
+		}
+		mf[i].Time = now.DeepCopy()
+		changed = true
+	}
+	if changed {
+		outMeta.SetManagedFields(mf)
 	}
 }
 

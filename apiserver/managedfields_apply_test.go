@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -77,8 +78,10 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Fatalf("managed fields after the creating apply (-want +got):\n%s", diff)
 	}
 	mf := created.ManagedFields[0]
-	if mf.APIVersion != "v1" || mf.FieldsType != "FieldsV1" || mf.Time == nil {
-		t.Errorf("apply entry %+v: want apiVersion v1, fieldsType FieldsV1 and a time", mf)
+	// Stamped by the server's clock (scaled in a scaled cluster), as
+	// creationTimestamp is.
+	if mf.APIVersion != "v1" || mf.FieldsType != "FieldsV1" || mf.Time == nil || !mf.Time.Time.Equal(testStart.Truncate(time.Second)) {
+		t.Errorf("apply entry %+v: want apiVersion v1, fieldsType FieldsV1 and the server's time %v", mf, testStart)
 	}
 	owned := ownedBy(created.ManagedFields, "alice", metav1.ManagedFieldsOperationApply)
 	for _, f := range []string{`"f:tier"`, `"f:team"`, `"k:{\"name\":\"app\"}"`, `"f:image"`} {

@@ -47,7 +47,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return
 	}
 	// The patch's manager records its fields as an Update.
-	if ctx, err = withFieldManager(r, patchOptionsKind); err != nil {
+	if ctx, err = s.withFieldManager(r, patchOptionsKind); err != nil {
 		writeError(w, err)
 		return
 	}
