@@ -19,6 +19,8 @@ func deploymentSteps(t *testing.T, e *env) {
 	image := func() string {
 		return e.must("get", "deployment", "web2", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	}
+	contains(t, "explain deployment.spec.strategy", e.must("explain", "deployment.spec.strategy"),
+		"KIND:", "Deployment", "FIELD:", "strategy", "rollingUpdate", "type")
 	e.must("create", "deployment", "web2", "--image=nginx", "--replicas=2")
 	status("after create")
 	e.must("set", "image", "deployment/web2", "nginx=nginx:2")
