@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -93,14 +92,6 @@ type committed struct {
 	undecodable int
 }
 
-// leaseValue is the part of a Lease the register workload writes: its
-// value, spec.holderIdentity.
-type leaseValue struct {
-	Spec struct {
-		HolderIdentity *string `json:"holderIdentity"`
-	} `json:"spec"`
-}
-
 // newCommitted rebuilds the committed history of set from h: the store
 // lines of the set, complete up to the resourceVersion the
 // history.LogStoreEventsEnd line names (without one, up to the last line
@@ -114,17 +105,13 @@ func newCommitted(h *history.History, set watchSet) *committed {
 		}
 		c.recorded = true
 		rv, err := strconv.ParseUint(e.RV, 10, 64)
-		var lv leaseValue
-		if err == nil && len(e.Object) > 0 {
-			err = json.Unmarshal(e.Object, &lv)
+		var v string
+		if err == nil {
+			v, err = watchValue(set.resource, e.Object)
 		}
 		if err != nil {
 			c.undecodable++
 			continue
-		}
-		v := ""
-		if lv.Spec.HolderIdentity != nil {
-			v = *lv.Spec.HolderIdentity
 		}
 		c.changes = append(c.changes, change{typ: e.Type, key: e.Name, value: v, rv: rv, t: e.T})
 	}
@@ -264,6 +251,8 @@ func (s *watchStream) String() string {
 		from += fmt.Sprintf(" (the RV of its list, op %d)", s.open.List)
 	case history.WatchResume:
 		from += " (resumed)"
+	case watchRewind:
+		from += " (rewound to an older RV the watcher had received)"
 	}
 	return fmt.Sprintf("watcher %s stream %d, opened %s at %s", s.watcher, s.n, from, nanos(s.open.T))
 }

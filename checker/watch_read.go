@@ -31,8 +31,10 @@ var (
 // resourceVersion through which the committed history is complete: a read
 // that must reflect N must also reflect every smaller one.
 //
-// It is pure, O((reads + deliveries) log n) plus the keys of each list, and
-// answers Unknown when ctx ends or opts.Timeout passes first, when h records
+// Only the register's Leases are read so: a history whose watches are all
+// of other resources (pods, sets) leaves the zero Result, as a checker that
+// does not apply. It is pure, O((reads + deliveries) log n) plus the keys
+// of each list, and answers Unknown when ctx ends or opts.Timeout passes first, when h records
 // no watch or no committed history of the watched set, or when no read
 // began after a delivery the committed history covers.
 func CheckReadAfterWatch(ctx context.Context, h *history.History, opts Options) Result {
@@ -46,6 +48,9 @@ func checkReadAfterWatchView(ctx context.Context, v *view, opts Options) Result 
 	rd, unknown := newWatchReads(v)
 	if unknown != "" {
 		return res.finish(Unknown, unknown)
+	}
+	if rd == nil {
+		return Result{} // does not apply: no watched set is read
 	}
 	if ctx.Err() != nil {
 		return res.cancelled(count(len(rd.reads), "read"))
@@ -186,7 +191,9 @@ func readAfterWatchEvidence(h *history.History, c *committed, op *history.Op, ke
 // to start or restart their watches are judged alike. The API server
 // answers a list at the newest state and names it by its resourceVersion;
 // a list pinned to an older one (resourceVersionMatch=Exact) is judged the
-// same way. It is pure, O(lists × keys × log n), and answers Unknown when
+// same way. Like CheckReadAfterWatch it judges the register's Leases only,
+// and leaves the zero Result when no watched set is one. It is pure,
+// O(lists × keys × log n), and answers Unknown when
 // ctx ends or opts.Timeout passes first, when h records no watch or no
 // committed history of the namespace, or when no list is covered.
 func CheckLists(ctx context.Context, h *history.History, opts Options) Result {
@@ -200,6 +207,9 @@ func checkListsView(ctx context.Context, v *view, opts Options) Result {
 	rd, unknown := newWatchReads(v)
 	if unknown != "" {
 		return res.finish(Unknown, unknown)
+	}
+	if rd == nil {
+		return Result{} // does not apply: no watched set is read
 	}
 	if ctx.Err() != nil {
 		return res.cancelled("the lists")
@@ -382,11 +392,27 @@ func (rd *watchReads) presentForLists(h *history.History) map[int][]string {
 	return out
 }
 
+// newWatchReads gathers the reads of the watched sets. It returns nil and
+// no reason when no watched set is one the register's reads read (its
+// Leases): the read checkers do not apply to watches of pods or sets, whose
+// gets and lists the workloads record without the items these checkers
+// compare.
 func newWatchReads(v *view) (*watchReads, string) {
 	h := v.h
-	byName, names, sets, _ := watchers(h)
+	byName, names, watched, _ := watchers(h)
 	if len(names) == 0 {
 		return nil, "not checked: the history records no watch"
+	}
+	var sets []watchSet
+	read := map[watchSet]bool{}
+	for _, s := range watched {
+		if s.resource == leaseResource {
+			sets = append(sets, s)
+			read[s] = true
+		}
+	}
+	if len(sets) == 0 {
+		return nil, ""
 	}
 	rd := &watchReads{committed: committedFor(v, sets), times: map[watchSet][]int64{}, best: map[watchSet][]*delivery{}}
 	var missing []string
@@ -404,6 +430,9 @@ func newWatchReads(v *view) (*watchReads, string) {
 	}
 	for _, name := range names {
 		for _, s := range byName[name] {
+			if !read[s.set] {
+				continue
+			}
 			for _, e := range s.events {
 				if rv, ok := parseRV(e.RV); ok {
 					all = append(all, struct {

@@ -20,16 +20,23 @@ var (
 // committed history of the watched set (STORE-WATCH-ORDER). A watcher's
 // position is the last resourceVersion it received, an event's or a
 // bookmark's; a stream opened from a list starts at the list's
-// resourceVersion, and a resumed stream (history.WatchResume) carries the
+// resourceVersion, a resumed stream (history.WatchResume) carries the
 // position over from the watcher's earlier streams, whatever resourceVersion
-// it asked for. Then every delivered event must be the next committed change
+// it asked for, and a rewound stream (reason "rewind": resumed from an older
+// resourceVersion the watcher had received) starts at the resourceVersion it
+// asked for, so it must deliver again exactly the committed changes after it
+// (the watcher forgets what it received above it). Then every delivered
+// event must be the next committed change
 // of the set after the position: an event at or below it is a duplicate (the
 // watcher already received that resourceVersion) or out of order; committed
 // changes between the position and the event that the stream never delivers
 // are a gap, and ones it delivers later are out of order. A bookmark at N
 // says every change up to N was delivered: committed changes between the
 // position and N that were not are a gap, and a bookmark below the position
-// goes back.
+// goes back. The summary counts the resumed and rewound streams and the
+// streams that ended in 410 Gone (a resume or rewind from below the
+// store's watch window), so a report shows whether the window's floor was
+// reached.
 //
 // Only what the committed history covers is judged (changes up to the
 // resourceVersion through which the store lines are complete). It is pure,
@@ -60,8 +67,9 @@ func checkWatchOrderView(ctx context.Context, v *view, opts Options) Result {
 		return res.finish(Illegal, fmt.Sprintf("%s broke the order of the committed history (gaps, duplicates, events out of order or resumes that skip or repeat); first: %s",
 			count(f.nOrder, "delivered event"), f.order[0].Description))
 	}
-	return res.finish(Ok, fmt.Sprintf("%s on %s of %s follow the committed history in resourceVersion order, with no gap or duplicate, and %s continued exactly where the watcher had left off%s",
-		count(f.orderJudged, "delivered event"), count(f.streams, "stream"), count(f.watchers, "watcher"), count(f.resumes, "resumed stream"), f.notJudgedNote()))
+	return res.finish(Ok, fmt.Sprintf("%s on %s of %s follow the committed history in resourceVersion order, with no gap or duplicate; %s continued exactly where the watcher had left off, %s delivered again exactly the changes after the older resourceVersion asked for, and %s ended in 410 Gone, each followed by a relist (%s)%s",
+		count(f.orderJudged, "delivered event"), count(f.streams, "stream"), count(f.watchers, "watcher"), count(f.resumes, "resumed stream"),
+		count(f.rewinds, "rewound stream"), count(f.gone, "stream"), f.setsNote(), f.notJudgedNote()))
 }
 
 // CheckWatchValues judges every delivered event against the store's
@@ -91,8 +99,8 @@ func checkWatchValuesView(ctx context.Context, v *view, opts Options) Result {
 	if f.nValue > 0 {
 		return res.finish(Illegal, fmt.Sprintf("%s no write produced; first: %s", count(f.nValue, "watch event"), f.value[0].Description))
 	}
-	return res.finish(Ok, fmt.Sprintf("each of %s is the committed change at its resourceVersion: type, key and value%s",
-		count(f.valueJudged, "watch event"), f.notJudgedNote()))
+	return res.finish(Ok, fmt.Sprintf("each of %s is the committed change at its resourceVersion: type, key and value (%s; %s, %s ended in 410 Gone)%s",
+		count(f.valueJudged, "watch event"), f.setsNote(), count(f.rewinds, "rewound stream"), count(f.gone, "stream"), f.notJudgedNote()))
 }
 
 // streamFindings is what one pass over the watch streams found.
@@ -106,9 +114,14 @@ type streamFindings struct {
 	// resourceVersion is no number.
 	orderJudged, valueJudged, notJudged, unparsed int
 	streams, resumes, watchers, bookmarks         int
-	orphans                                       int
-	through                                       uint64
-	cancelled                                     bool
+	// rewinds counts the rewound streams, gone the streams that ended in
+	// 410 Gone.
+	rewinds, gone int
+	// sets are the watched sets, each with its streams and events.
+	sets      map[watchSet]*setCount
+	orphans   int
+	through   uint64
+	cancelled bool
 }
 
 func (f *streamFindings) figures() []Figure {
@@ -116,7 +129,31 @@ func (f *streamFindings) figures() []Figure {
 		{Name: "watch events delivered", Value: float64(f.events), Unit: "count"},
 		{Name: "watch bookmarks delivered", Value: float64(f.bookmarks), Unit: "count"},
 		{Name: "watch streams", Value: float64(f.streams), Unit: "count"},
+		{Name: "watch streams rewound", Value: float64(f.rewinds), Unit: "count"},
+		{Name: "watch streams ended in 410 Gone", Value: float64(f.gone), Unit: "count"},
 	}
+}
+
+// setCount is what was watched of one set.
+type setCount struct{ streams, events int }
+
+// setsNote names the watched sets with their streams and events, sorted.
+func (f *streamFindings) setsNote() string {
+	sets := make([]watchSet, 0, len(f.sets))
+	for s := range f.sets {
+		sets = append(sets, s)
+	}
+	sort.Slice(sets, func(i, j int) bool {
+		if sets[i].resource != sets[j].resource {
+			return sets[i].resource < sets[j].resource
+		}
+		return sets[i].namespace < sets[j].namespace
+	})
+	parts := make([]string, len(sets))
+	for i, s := range sets {
+		parts[i] = fmt.Sprintf("%s: %s, %s", s, count(f.sets[s].streams, "stream"), count(f.sets[s].events, "event"))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (f *streamFindings) nothingJudged() string {
@@ -147,7 +184,7 @@ func (f *streamFindings) notJudgedNote() string {
 // is non-empty when there is nothing to judge against.
 func judgeStreams(ctx context.Context, v *view, opts Options) (f *streamFindings, unknown string) {
 	h := v.h
-	f = &streamFindings{}
+	f = &streamFindings{sets: map[watchSet]*setCount{}}
 	byName, names, sets, orphans := watchers(h)
 	f.watchers, f.orphans = len(names), orphans
 	if len(names) == 0 {
@@ -201,6 +238,15 @@ type watcherPass struct {
 func (w *watcherPass) stream(s *watchStream, c *committed) {
 	f := w.f
 	f.streams++
+	sc := f.sets[s.set]
+	if sc == nil {
+		sc = &setCount{}
+		f.sets[s.set] = sc
+	}
+	sc.streams++
+	if s.close != nil && s.close.Code == 410 {
+		f.gone++
+	}
 	from, ok := parseRV(s.open.FromRV)
 	switch {
 	case s.open.Reason == history.WatchResume && w.valid:
@@ -208,6 +254,13 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 		if !ok || from != w.pos {
 			w.posFrom += fmt.Sprintf("; stream %d resumed from RV %q instead", s.n, s.open.FromRV)
 		}
+	case s.open.Reason == watchRewind && ok && from > 0:
+		// The stream owes exactly the changes after from: what the
+		// watcher received above it is due again, not a duplicate.
+		f.rewinds++
+		w.pos, w.valid = from, true
+		w.posFrom = fmt.Sprintf("the older RV stream %d rewound to", s.n)
+		w.delivered = w.delivered[:sort.Search(len(w.delivered), func(i int) bool { return w.delivered[i] > from })]
 	case ok && from > 0:
 		w.pos, w.valid = from, true
 		w.posFrom = fmt.Sprintf("the RV stream %d started from", s.n)
@@ -239,6 +292,7 @@ func (w *watcherPass) stream(s *watchStream, c *committed) {
 			f.bookmarks++
 		} else {
 			f.events++
+			sc.events++
 		}
 		if !ok {
 			f.unparsed++
@@ -332,7 +386,7 @@ func (w *watcherPass) value(s *watchStream, c *committed, e history.WatchEvent, 
 		return
 	}
 	ch := c.changes[j]
-	if e.Type != string(ch.typ) || e.Key != ch.key || e.Value != ch.value {
+	if e.Type != string(ch.typ) || e.Key != ch.key || (valueKnown(c.set.resource) && e.Value != ch.value) {
 		w.valueViolation(e, fmt.Sprintf("%s: it delivered %s, but the change committed at RV %d is %s",
 			s, describeDelivery(e), rv, ch))
 	}
@@ -363,3 +417,8 @@ func watchEvidenceKey(s *watchStream, e history.WatchEvent) string {
 
 // watchBookmark is the type of a bookmark event.
 const watchBookmark = "BOOKMARK"
+
+// watchRewind is the Reason of a watch request resumed from an older
+// resourceVersion its watcher had received rather than the last
+// (workload.WatchRewind).
+const watchRewind = "rewind"
