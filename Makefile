@@ -25,7 +25,7 @@ FAILPOINT_TMP      = tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; export TMPDI
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-loaded conformance-kube kubectl-conformance clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz mutation
+.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-loaded conformance-kube kubectl-conformance client-conformance clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz mutation
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -68,6 +68,14 @@ oracle: ## differential tests against upstream kube-scheduler and kube-apiserver
 # (kubectlconf/go.mod), so the main module does not depend on kubectl.
 kubectl-conformance: ## kubectl against the embedded cluster: columns, paging, explain, logs, dry runs, errors, identities, rollouts (nested module)
 	cd kubectlconf && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+# client-go's informers and a controller-runtime manager (the release of
+# podsafe's client-go) against a three-member embedded cluster through leader
+# crashes, partitions and pauses; their caches must equal the server at the
+# end. A nested module (clientconf/go.mod), so the main module does not
+# depend on controller-runtime.
+client-conformance: ## client-go informers and a controller-runtime manager through faults, caches equal to the server (nested module)
+	cd clientconf && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # Built to a temporary name and renamed: a build running the previous
 # binary is not disturbed.
