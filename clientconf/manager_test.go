@@ -36,7 +36,7 @@ import (
 // it saw that renewal.
 const (
 	leaseName     = "clientconf-labeller"
-	leaseDuration = 8 * time.Second
+	leaseDuration = 10 * time.Second
 	renewDeadline = 5 * time.Second
 	retryPeriod   = time.Second
 )
