@@ -1,0 +1,223 @@
+package mutation
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSample(t *testing.T) {
+	var ms []Mutant
+	for i := 1; i <= 40; i++ {
+		ms = append(ms, Mutant{File: "p/a.go", Line: i, Column: 1, Mutator: ConditionalsNegation})
+	}
+	ids := func(ms []Mutant) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.ID())
+		}
+		return out
+	}
+	a := Sample(ms, 6, 1, "p")
+	if len(a) != 6 {
+		t.Fatalf("sampled %d, want 6", len(a))
+	}
+	// The same mutants in another order, the same seed: the same sample.
+	rev := slices.Clone(ms)
+	slices.Reverse(rev)
+	if diff := cmp.Diff(ids(a), ids(Sample(rev, 6, 1, "p"))); diff != "" {
+		t.Errorf("the sample depends on the input's order (-first +second):\n%s", diff)
+	}
+	if !slices.IsSorted(ids(a)) {
+		t.Errorf("the sample is not sorted: %v", ids(a))
+	}
+	if cmp.Equal(ids(a), ids(Sample(ms, 6, 2, "p"))) {
+		t.Errorf("seeds 1 and 2 drew the same sample %v", ids(a))
+	}
+	if cmp.Equal(ids(a), ids(Sample(ms, 6, 1, "q"))) {
+		t.Errorf("packages p and q drew the same sample %v", ids(a))
+	}
+	if got := Sample(ms, 100, 1, "p"); len(got) != 40 {
+		t.Errorf("a sample larger than the mutants has %d, want all 40", len(got))
+	}
+}
+
+func TestEquivalents(t *testing.T) {
+	es, err := LoadEquivalents([]byte(`
+- file: p/a.go
+  func: Server.write
+  mutator: CONDITIONALS_BOUNDARY
+  source: "if n >= 0 {"
+  reason: n is never 0 here
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Mutant{File: "p/a.go", Func: "Server.write", Mutator: ConditionalsBoundary, Source: "if n >= 0 {", Line: 12}
+	if !es[0].Matches(&m) {
+		t.Errorf("the listed mutant does not match")
+	}
+	// Moved lines still match; another function, mutator or text does not.
+	m.Line = 90
+	if !es[0].Matches(&m) {
+		t.Errorf("the listed mutant, moved, does not match")
+	}
+	for _, change := range []func(*Mutant){
+		func(m *Mutant) { m.Func = "Server.read" },
+		func(m *Mutant) { m.Mutator = ConditionalsNegation },
+		func(m *Mutant) { m.Source = "if n > 0 {" },
+		func(m *Mutant) { m.File = "p/b.go" },
+	} {
+		o := m
+		change(&o)
+		if es[0].Matches(&o) {
+			t.Errorf("%+v matches the entry for %+v", o, es[0])
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"- file: a.go\n  mutator: ARITHMETIC_BASE\n  source: x\n", "needs file, mutator, source and reason"},
+		{"- file: a.go\n  mutator: NOPE\n  source: x\n  reason: y\n", `mutator "NOPE" is not one of`},
+		{"- file: a.go\n  mutatr: ARITHMETIC_BASE\n", "unknown field"},
+	} {
+		if _, err := LoadEquivalents([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("LoadEquivalents(%q) = %v, want %q", c.in, err, c.want)
+		}
+	}
+	if _, err := LoadEquivalents(nil); err != nil {
+		t.Errorf("the embedded list: %v", err)
+	}
+}
+
+func TestAttribute(t *testing.T) {
+	as, err := LoadAttributions([]byte(`
+- file: p/a.go
+  guarantees: [PS-1]
+  why: all of a.go
+- file: p/a.go
+  funcs: [Server.write]
+  guarantees: [PS-15, PS-14]
+  why: the write path
+- file: p/sub/
+  guarantees: [TS-2]
+  why: the directory
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    Mutant
+		want []string
+	}{
+		{Mutant{File: "p/a.go", Func: "Server.write"}, []string{"PS-14", "PS-15"}},
+		{Mutant{File: "p/a.go", Func: "other"}, []string{"PS-1"}},
+		{Mutant{File: "p/sub/x.go", Func: "f"}, []string{"TS-2"}},
+		{Mutant{File: "p/b.go", Func: "f"}, nil},
+	} {
+		if diff := cmp.Diff(c.want, Attribute(as, &c.m)); diff != "" {
+			t.Errorf("Attribute(%s %s) (-want +got):\n%s", c.m.File, c.m.Func, diff)
+		}
+	}
+	if _, err := LoadAttributions([]byte("- file: a.go\n  guarantees: [PS-99]\n  why: x\n")); err == nil || !strings.Contains(err.Error(), `"PS-99" is not a guarantee`) {
+		t.Errorf("an unknown ID: %v", err)
+	}
+}
+
+// TestGuaranteeMap checks the embedded map against the code: every file
+// exists, every function named is declared in it, and every system-under-
+// test package with scenarios has code mapped.
+func TestGuaranteeMap(t *testing.T) {
+	as, err := LoadAttributions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join("..")
+	mapped := map[string]bool{}
+	for _, a := range as {
+		p := filepath.Join(root, a.File)
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Errorf("%s: %v", a.File, err)
+			continue
+		}
+		if strings.HasSuffix(a.File, "/") != st.IsDir() {
+			t.Errorf("%s: a directory must end in / and a file must not", a.File)
+		}
+		mapped[strings.TrimSuffix(filepath.Dir(a.File+"x"), "/")] = true
+		if len(a.Funcs) == 0 {
+			continue
+		}
+		funcs := declaredFuncs(t, p)
+		for _, f := range a.Funcs {
+			if !funcs[f] {
+				t.Errorf("%s declares no %s", a.File, f)
+			}
+		}
+	}
+	for pkg := range PackageScenarios {
+		if !mapped[pkg] {
+			t.Errorf("no code of %s is mapped to a guarantee", pkg)
+		}
+	}
+}
+
+func declaredFuncs(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok {
+			out[enclosingFunc(f, fd.Body.Lbrace)] = true
+		}
+	}
+	return out
+}
+
+func TestScenarios(t *testing.T) {
+	for pkg, bugs := range PackageScenarios {
+		for _, b := range bugs {
+			s, err := Scenario(b)
+			if err != nil {
+				t.Errorf("%s: %v", pkg, err)
+				continue
+			}
+			if len(s.Bugs) != 0 || s.BypassAuthority || s.Name != "mutation-"+b {
+				t.Errorf("%s: scenario %+v plants a bug, bypasses authority or is misnamed", pkg, s)
+			}
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"./cluster/storage/", "cluster/storage"},
+		{"github.com/podsafe/podsafe/kubelet", "kubelet"},
+		{"raftstore", "raftstore"},
+	} {
+		if got, err := NormalizePackage(c.in); err != nil || got != c.want {
+			t.Errorf("NormalizePackage(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if _, err := NormalizePackage("./checker"); err == nil || !strings.Contains(err.Error(), `package "checker" has no mutation scenarios; choose among ./apiserver,`) {
+		t.Errorf("NormalizePackage(./checker) = %v", err)
+	}
+}
+
+// TestGremlinsVersionPinned keeps the Makefile's pin and the code's in step.
+func TestGremlinsVersionPinned(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GREMLINS_VERSION\s*\?=\s*(\S+)$`).FindSubmatch(b)
+	if m == nil || string(m[1]) != GremlinsVersion {
+		t.Errorf("the Makefile pins gremlins %q, the code %s", m, GremlinsVersion)
+	}
+}
