@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/failpoint"
@@ -47,7 +46,7 @@ type Controller struct {
 	attachments  storagelisters.VolumeAttachmentLister
 	synced       []cache.InformerSynced
 
-	eventSeq atomic.Uint64
+	events eventRecorder // events.go
 
 	mu       sync.Mutex
 	obs      map[string]observation // node -> its heart-beat as last observed
@@ -134,6 +133,7 @@ func New(cfg Config) (*Controller, error) {
 // Run runs the controller until ctx ends. It returns an error only if the
 // informers could not sync before ctx ended.
 func (c *Controller) Run(ctx context.Context) error {
+	c.events.start(ctx, c.cfg.Client, c.cfg.Clock)
 	c.factory.Start(ctx.Done())
 	c.leaseFactory.Start(ctx.Done())
 	defer c.factory.Shutdown()
@@ -344,7 +344,7 @@ func (c *Controller) announceFence(ctx context.Context, f confirmedFence) {
 		return
 	}
 	c.log.Warn("node fenced", "node", f.node.Name, "token", f.token, "agents", f.agents)
-	c.event(ctx, nodeEventNamespace, nodeRef(f.node), corev1.EventTypeWarning, EventFenced,
+	c.event(nodeRef(f.node), corev1.EventTypeWarning, EventFenced,
 		"Node fenced: "+fenceMessage(f.token, f.agents)+"; its pods are force deleted and its volume attachments broken")
 }
 
@@ -408,14 +408,6 @@ func (c *Controller) cacheClear(node string) bool {
 		}
 	}
 	return true
-}
-
-// event writes an Event, best effort: a lost Event must not stop a fence.
-func (c *Controller) event(ctx context.Context, ns string, ref corev1.ObjectReference, eventType, reason, msg string) {
-	ev := newEvent(ns, ref, eventType, reason, msg, c.cfg.Clock.Now(), c.eventSeq.Add(1))
-	if _, err := c.cfg.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		c.log.Info("event not recorded", "reason", reason, "object", ref.Name, "err", err)
-	}
 }
 
 // indexPodByNode is the podNodeIndex index function.

@@ -119,5 +119,5 @@ func (c *Controller) noteOnce(ctx context.Context, node *corev1.Node, eventType,
 		return
 	}
 	c.log.Info("fencing decision", "node", node.Name, "reason", reason, "message", msg)
-	c.event(ctx, nodeEventNamespace, nodeRef(node), eventType, reason, msg)
+	c.event(nodeRef(node), eventType, reason, msg)
 }

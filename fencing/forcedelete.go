@@ -88,7 +88,7 @@ func (c *Controller) forceDeletePods(ctx context.Context, f confirmedFence) ([]s
 		}
 		deleted = append(deleted, ref)
 		c.log.Warn("pod force deleted, node fenced", "pod", ref, "uid", uid, "node", name, "token", f.token)
-		c.event(ctx, pod.Namespace, podRef(pod), corev1.EventTypeWarning, EventForceDeleted,
+		c.event(podRef(pod), corev1.EventTypeWarning, EventForceDeleted,
 			fmt.Sprintf("Pod force deleted: node %s is fenced (token %d); its processes cannot run any more", name, f.token))
 	}
 	return deleted, errors.Join(errs...)
@@ -129,7 +129,7 @@ func (c *Controller) breakAttachments(ctx context.Context, f confirmedFence) err
 			pv = *va.Spec.Source.PersistentVolumeName
 		}
 		c.log.Warn("volume attachment broken, node fenced", "attachment", va.Name, "volume", pv, "node", name, "token", f.token)
-		c.event(ctx, nodeEventNamespace, nodeRef(f.node), corev1.EventTypeWarning, EventAttachmentBroken,
+		c.event(nodeRef(f.node), corev1.EventTypeWarning, EventAttachmentBroken,
 			fmt.Sprintf("Volume attachment %s (volume %q) deleted: node %s is fenced (token %d)", va.Name, pv, name, f.token))
 	}
 	return errors.Join(errs...)

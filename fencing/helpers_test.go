@@ -175,15 +175,20 @@ func (e *env) attachmentExists(t *testing.T, name string) bool {
 	return true
 }
 
-// events lists the core/v1 Events of reason about object name in ns.
+// events lists the core/v1 Events of reason about object name in ns,
+// waiting a while for one: the recorder writes them asynchronously.
 func (e *env) events(t *testing.T, ns, name, reason string) []corev1.Event {
 	t.Helper()
 	sel := fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()
-	l, err := e.admin.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		t.Fatalf("listing events: %v", err)
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		l, err := e.admin.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatalf("listing events: %v", err)
+		}
+		if len(l.Items) > 0 || time.Now().After(deadline) {
+			return l.Items
+		}
 	}
-	return l.Items
 }
 
 // fenced reports whether node carries FencedCondition True.

@@ -159,27 +159,6 @@ func specRecorded(node *corev1.Node, token int64) bool {
 // eventSource is the component named on the controller's Events.
 const eventSource = "fencing-controller"
 
-// nodeEventNamespace holds Node events, as in Kubernetes.
-const nodeEventNamespace = metav1.NamespaceDefault
-
-// newEvent builds a core/v1 Event about ref; seq tells apart events of one
-// object at one instant.
-func newEvent(ns string, ref corev1.ObjectReference, eventType, reason, msg string, now time.Time, seq uint64) *corev1.Event {
-	t := metav1.NewTime(now)
-	return &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x.%d", ref.Name, now.UnixNano(), seq)},
-		InvolvedObject:      ref,
-		Reason:              reason,
-		Message:             msg,
-		Type:                eventType,
-		Source:              corev1.EventSource{Component: eventSource},
-		ReportingController: "podsafe.io/" + eventSource,
-		FirstTimestamp:      t,
-		LastTimestamp:       t,
-		Count:               1,
-	}
-}
-
 // nodeRef refers to a Node in an Event.
 func nodeRef(node *corev1.Node) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
