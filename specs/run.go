@@ -259,11 +259,21 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}()
 	progressDone := make(chan struct{})
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
+	// Long-lived watchers, one per control-plane member: the register's
+	// watch its Leases (and read what they are delivered); every other
+	// workload's watch its pods and sets beside it (workload.WatchSets).
+	var setWatchers *workload.SetWatchers
 	if r, ok := w.(*workload.Register); ok {
 		r.Keys = s.Keys
 		if r.Watchers, err = sys.watchers(); err != nil {
 			return err
 		}
+	} else if sets := workload.WatchSets(w); len(sets) > 0 {
+		ws, err := sys.watchers()
+		if err != nil {
+			return err
+		}
+		setWatchers = &workload.SetWatchers{Sets: sets, Watchers: ws, Recorder: rec, Seed: workloadSeed, FirstProcess: len(sys.clients)}
 	}
 	env := workload.Env{
 		Clients: sys.clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
@@ -277,8 +287,17 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		env.Nodes = append(env.Nodes, n.Name)
 		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
 	}
+	watchersDone := make(chan error, 1)
+	if setWatchers != nil {
+		go func() { watchersDone <- setWatchers.Run(runCtx) }()
+	} else {
+		watchersDone <- nil
+	}
 	wlErr := w.Run(runCtx, env)
 	stop()
+	if err := <-watchersDone; err != nil {
+		wlErr = errors.Join(wlErr, err)
+	}
 	nemesisDone := make(chan struct{})
 	go func() { wg.Wait(); close(nemesisDone) }()
 	select {
@@ -343,6 +362,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 		Durable:         s.Durable,
 		StaleReads:      s.hasBug("stale-read"),
 		Raft:            s.Raft,
+		WatchWindow:     s.WatchWindow,
 		OnSnapshot:      snapshotRecorder(rec),
 		Logger:          log,
 		// Whatever the node runtimes run goes into the history, so the
@@ -411,10 +431,16 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 	}, nil
 }
 
-// registerWatchers builds the register workload's watchers: one per
-// control-plane member, watching through that member's API server (a watch
-// served by a follower delivers what the follower applied, maybe before the
-// leader did), each reading what it is delivered over a connection to the
+// runWatcherRewind is the percentage of a run's watchers' resumes that
+// rewind to an older resourceVersion they received (workload.Watcher's
+// Rewind): often enough that resumes near the watch window's floor, and
+// the 410 Gone answers below it, happen in every run.
+const runWatcherRewind = 10
+
+// registerWatchers builds a run's watchers: one per control-plane member,
+// watching through that member's API server (a watch served by a follower
+// delivers what the follower applied, maybe before the leader did), each
+// (the register's) reading what it is delivered over a connection to the
 // next member. Their client hosts follow the workload's n clients', so a
 // partition cuts each on its own.
 func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workload.Watcher, error) {
@@ -430,7 +456,7 @@ func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workl
 			}
 			clients[j] = cs
 		}
-		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1]}
+		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1], Rewind: runWatcherRewind}
 	}
 	return watchers, nil
 }

@@ -223,8 +223,8 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 			return nil, fmt.Errorf("building client %d: %w", i, err)
 		}
 	}
-	// The register workload's watchers: one per API server, each reading
-	// what it is delivered through the next API server.
+	// The run's watchers: one per API server, each (the register's)
+	// reading what it is delivered through the next API server.
 	watchers := func() ([]workload.Watcher, error) {
 		out := make([]workload.Watcher, apiServers)
 		for m := range out {
@@ -234,7 +234,7 @@ func startKubeSystem(ctx context.Context, s Scenario, w workload.Workload, rec *
 					return nil, fmt.Errorf("building the clients of watcher %d: %w", m, err)
 				}
 			}
-			out[m] = workload.Watcher{Name: fmt.Sprintf("watch-a%d", m), Client: cs[0], Reader: cs[1]}
+			out[m] = workload.Watcher{Name: fmt.Sprintf("watch-a%d", m), Client: cs[0], Reader: cs[1], Rewind: runWatcherRewind}
 		}
 		return out, nil
 	}
