@@ -288,18 +288,25 @@ func sortByRevision(sets []*appsv1.ReplicaSet) {
 
 // calculateStatus is the status d's sets give it, with Available as
 // upstream judges it (at least replicas - maxUnavailable available).
+// Counts come from the pods, so minReadySeconds is honoured whatever the
+// ReplicaSets' status says.
 func (r *rollout) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) appsv1.DeploymentStatus {
 	st := appsv1.DeploymentStatus{
 		ObservedGeneration: r.d.Generation,
 		CollisionCount:     r.d.Status.CollisionCount,
 		Conditions:         append([]appsv1.DeploymentCondition(nil), r.d.Status.Conditions...),
 	}
+	var terminating int32
 	for _, rs := range all {
 		c := r.count(rs)
 		st.Replicas += c.replicas
 		st.ReadyReplicas += c.ready
 		st.AvailableReplicas += c.available
+		terminating += c.existing - c.replicas
 	}
+	// As with DeploymentReplicaSetTerminatingReplicas (on by default since
+	// 1.35): pods that began terminating and have not stopped.
+	st.TerminatingReplicas = ptr.To(terminating)
 	st.UpdatedReplicas = r.count(newRS).replicas
 	st.UnavailableReplicas = max(sumSpec(all)-st.AvailableReplicas, 0)
 	if st.AvailableReplicas >= r.replicas()-maxUnavailable(r.d) {

@@ -102,7 +102,8 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 	if d.Annotations[RevisionAnnotation] != "2" {
 		t.Errorf("deployment revision %q, want 2", d.Annotations[RevisionAnnotation])
 	}
-	want := appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	want := appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 4, AvailableReplicas: 4,
+		TerminatingReplicas: ptr.To[int32](0)}
 	got := d.Status
 	got.Conditions = nil
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -170,6 +171,9 @@ func TestDeploymentRecreate(t *testing.T) {
 	e.mustSync()
 	if got := e.setSizes(); got != "1=0" {
 		t.Fatalf("with old pods terminating: sets %q, want 1=0 and no new set", got)
+	}
+	if st := e.deployment().Status; ptr.Deref(st.TerminatingReplicas, -1) != 2 || st.Replicas != 0 {
+		t.Errorf("with old pods terminating: terminatingReplicas %v, replicas %d; want 2 and 0", st.TerminatingReplicas, st.Replicas)
 	}
 	e.finishTerminations()
 	e.mustSync()
