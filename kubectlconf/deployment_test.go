@@ -42,6 +42,10 @@ func deploymentSteps(t *testing.T, e *env) {
 	e.must("scale", "deployment/web2", "--replicas=3")
 	status("after scale")
 
+	// The Deployment carries its new set's revision: the restart made 4.
+	if rev := e.must("get", "deployment", "web2", "-o", `jsonpath={.metadata.annotations.deployment\.kubernetes\.io/revision}`); rev != "4" {
+		t.Errorf("deployment revision annotation %q, want 4", rev)
+	}
 	deploy := e.must("get", "deployment", "web2")
 	if h := header(deploy); h != "NAME READY UP-TO-DATE AVAILABLE AGE" {
 		t.Errorf("get deployment header %q:\n%s", h, deploy)
