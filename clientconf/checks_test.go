@@ -3,6 +3,7 @@ package clientconf
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +111,33 @@ func TestServerBug(t *testing.T) {
 		if got := serverBug(tc.err); got != tc.want {
 			t.Errorf("serverBug(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestRequestCountsVerbs: a watch that starts with the current state
+// counts as a list; a watch that resumes does not; failures are counted
+// by code.
+func TestRequestCountsVerbs(t *testing.T) {
+	c := newRequestCounts()
+	rt := c.wrap(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		code := http.StatusOK
+		if req.URL.Query().Get("resourceVersion") == "1" {
+			code = http.StatusGone
+		}
+		return &http.Response{StatusCode: code, Body: http.NoBody}, nil
+	}))
+	for _, u := range []string{
+		"/api/v1/pods?watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
+		"/api/v1/pods?watch=true&resourceVersion=1",
+		"/api/v1/pods?watch=true&resourceVersion=9",
+		"/apis/apps/v1/namespaces/x/replicasets",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://podsafe"+u, nil)
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := [4]int{c.lists("pods"), c.watches("pods"), c.get("WATCH pods 410"), c.lists("replicasets")}; got != [4]int{1, 3, 1, 1} {
+		t.Errorf("lists, watches, 410s of pods and lists of replicasets = %v, want [1 3 1 1]; counts: %s", got, c.summary())
 	}
 }

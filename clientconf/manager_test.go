@@ -189,6 +189,13 @@ func (r *replica) identity() string {
 	return fmt.Sprintf("%s-%d", r.name, r.incarnation)
 }
 
+// exited lists how each earlier incarnation ended.
+func (r *replica) exited() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.exits)
+}
+
 // run keeps an incarnation of the manager running until ctx ends.
 func (r *replica) run(ctx context.Context) {
 	for ctx.Err() == nil {

@@ -10,12 +10,14 @@ import (
 	"sync"
 )
 
-// requestCounts counts an informer factory's requests by verb (LIST or
-// WATCH) and resource, and the answers that were not 200: it shows how
-// often the faults made the informers list and watch again.
+// requestCounts counts an informer factory's requests by verb and
+// resource, and the answers that were not 200: it shows how often the
+// faults made the informers list and watch again. The verbs: LIST, WATCH
+// (resuming from a resourceVersion) and WATCHLIST (a watch that begins with
+// the current state, sendInitialEvents=true: client-go's list).
 type requestCounts struct {
 	mu     sync.Mutex
-	counts map[string]int // "WATCH pods", "LIST pods", "WATCH pods 410", "LIST pods error"
+	counts map[string]int // "WATCH pods", "WATCHLIST pods", "WATCH pods 410", "LIST pods error"
 }
 
 func newRequestCounts() *requestCounts { return &requestCounts{counts: map[string]int{}} }
@@ -23,9 +25,13 @@ func newRequestCounts() *requestCounts { return &requestCounts{counts: map[strin
 // wrap is a rest.Config.WrapTransport.
 func (c *requestCounts) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		q := req.URL.Query()
 		verb := "LIST"
-		if req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
+		if w := q.Get("watch"); w == "true" || w == "1" {
 			verb = "WATCH"
+			if q.Get("sendInitialEvents") == "true" {
+				verb = "WATCHLIST"
+			}
 		}
 		key := verb + " " + resourceOf(req.URL.Path)
 		resp, err := rt.RoundTrip(req)
@@ -40,6 +46,16 @@ func (c *requestCounts) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return resp, err
 	})
+}
+
+// lists is how many times the informer of resource listed (LIST or
+// WATCHLIST), and watches how many watches of either kind it opened.
+func (c *requestCounts) lists(resource string) int {
+	return c.get("LIST "+resource) + c.get("WATCHLIST "+resource)
+}
+
+func (c *requestCounts) watches(resource string) int {
+	return c.get("WATCH "+resource) + c.get("WATCHLIST "+resource)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

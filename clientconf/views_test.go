@@ -229,6 +229,21 @@ func (n *notes) snapshot(context.Context) (view, error) {
 	return out, nil
 }
 
+// disorder returns the notifications that went back in time.
+func (n *notes) disorder() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.backwards)
+}
+
+// relisted returns the counts of what only a relist delivers: tombstones
+// and replacements.
+func (n *notes) relisted() (tombstones, replacements int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.tombstones, n.replacements
+}
+
 // summary is one line of counts for the test's log.
 func (n *notes) summary() string {
 	n.mu.Lock()

@@ -116,9 +116,10 @@ func (w *writer) step(ctx context.Context) (string, error) {
 		name = w.bare[w.rng.IntN(len(w.bare))]
 	}
 	scale := int32(w.rng.IntN(4))
+	live := len(w.bare)
 	w.mu.Unlock()
 	switch {
-	case r < 35 && len(w.bare) < 12 || name == "":
+	case r < 35 && live < 12 || name == "":
 		w.mu.Lock()
 		w.next++
 		name = fmt.Sprintf("bare-%03d", w.next)
