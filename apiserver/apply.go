@@ -154,6 +154,7 @@ func (s *Server) apply(r *http.Request, ri *requestInfo, body []byte, validation
 	if err != nil {
 		return nil, 0, nil, apierrors.NewInternalError(err)
 	}
+	var applied []metav1.ManagedFieldsEntry
 	merge := func(live runtime.Object) (runtime.Object, error) {
 		out, err := fm.Apply(live, cfg.DeepCopy(), opts.manager, opts.force)
 		if err != nil {
@@ -163,9 +164,12 @@ func (s *Server) apply(r *http.Request, ri *requestInfo, body []byte, validation
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 		stampTimes(live, out, s.clock)
+		if m, err := metaOf(out); err == nil {
+			applied = m.GetManagedFields()
+		}
 		return out, nil
 	}
-	ctx := withWriteManager(r.Context(), writeManager{name: opts.manager, apply: true, clock: s.clock})
+	ctx := withWriteManager(r.Context(), writeManager{name: opts.manager, apply: true, clock: s.clock, applied: &applied})
 	for attempt := 0; ; attempt++ {
 		out, err := s.guaranteedUpdate(ctx, ri.res, ri.key(), func(cur runtime.Object, curRV uint64) (runtime.Object, error) {
 			upd, err := merge(cur)

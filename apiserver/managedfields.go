@@ -126,6 +126,10 @@ type writeManager struct {
 	// clock stamps the entries the write changes: the server's clock,
 	// scaled in a scaled cluster, as creationTimestamp is.
 	clock clock.PassiveClock
+	// applied holds the managed fields of an apply's merged object, which
+	// the written object takes even where it is not the merged object
+	// itself (a status write keeps the stored metadata).
+	applied *[]metav1.ManagedFieldsEntry
 }
 
 type writeManagerKey struct{}
@@ -222,6 +226,10 @@ func trackUpdate(ctx context.Context, ri *requestInfo, cur, out runtime.Object) 
 		}
 		copyManagedFields(out, fm.UpdateNoErrors(cur, out, m.name))
 		stampTimes(cur, out, m.clock)
+	} else if m.applied != nil {
+		if outMeta, err := metaOf(out); err == nil {
+			outMeta.SetManagedFields(*m.applied)
+		}
 	}
 	keepNoopTimes(cur, out)
 }

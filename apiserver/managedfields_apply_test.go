@@ -3,8 +3,10 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +252,60 @@ func TestApplyDryRun(t *testing.T) {
 	}
 	if stored := getPod(t, pods, "web"); stored.Labels["tier"] != "web" {
 		t.Errorf("stored tier %q after a dry apply", stored.Labels["tier"])
+	}
+}
+
+// Applies run in the compare-and-swap loop: managers applying at once each
+// merge into the object as the others left it, so no label is lost.
+func TestApplyConcurrent(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	pods := e.client(IdentityAdmin).CoreV1().Pods("default")
+	if _, err := pods.Apply(ctx, podConfig("nginx", nil), metav1.ApplyOptions{FieldManager: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	const managers = 8
+	errs := make(chan error, managers)
+	for i := range managers {
+		go func() {
+			name := fmt.Sprintf("m%d", i)
+			_, err := pods.Apply(ctx, corev1ac.Pod("web", "default").WithLabels(map[string]string{name: "x"}), metav1.ApplyOptions{FieldManager: name})
+			errs <- err
+		}()
+	}
+	for range managers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	got := getPod(t, pods, "web")
+	if len(got.Labels) != managers || len(got.ManagedFields) != managers+1 {
+		t.Errorf("labels %v, managers %v: want %d of each (and base)", got.Labels, entries(got.ManagedFields), managers)
+	}
+}
+
+// An apply is judged by the authority rules as the write it makes: the
+// workload may not apply a pod's status (PS-8's rule of who reports it).
+func TestApplyAuthority(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	e.seedPod(makePod("p").node("node-1").obj())
+	cfg := corev1ac.Pod("p", "default").WithStatus(corev1ac.PodStatus().WithMessage("mine"))
+	workload := e.client(IdentityWorkload).CoreV1().Pods("default")
+	if _, err := workload.ApplyStatus(ctx, cfg, metav1.ApplyOptions{FieldManager: "w"}); !apierrors.IsForbidden(err) {
+		t.Errorf("the workload applying a pod's status: %v, want 403", err)
+	}
+	kubelet := e.client(KubeletIdentity("node-1")).CoreV1().Pods("default")
+	got, err := kubelet.ApplyStatus(ctx, cfg, metav1.ApplyOptions{FieldManager: "kubelet"})
+	if err != nil || got.Status.Message != "mine" {
+		t.Fatalf("the pod's kubelet applying its status: %v", err)
+	}
+	// The creator (named by the test binary's User-Agent) keeps its
+	// entry; the kubelet's is of the status subresource.
+	if got := entries(got.ManagedFields); len(got) != 2 || !slices.Contains(got, "kubelet Apply status") {
+		t.Errorf("entries after a status apply: %q, want the creator's and the kubelet's Apply of status", got)
+	}
+	if owned := ownedBy(got.ManagedFields, "kubelet", metav1.ManagedFieldsOperationApply); !strings.Contains(owned, `"f:message"`) {
+		t.Errorf("the kubelet's status apply owns %s", owned)
 	}
 }
