@@ -53,8 +53,9 @@ type Watcher struct {
 	Reader kubernetes.Interface
 	// Rewind is the percentage (0..100) of resumes that rewind: they
 	// resume from an older resourceVersion the watcher received rather
-	// than the last (WatchRewind), half the time the oldest it remembers,
-	// so that resumes reach the watch window's floor. 0: none.
+	// than the last (WatchRewind): half the time the oldest it remembers,
+	// so that resumes reach the watch window's floor, else one of the last
+	// few. 0: none.
 	Rewind int
 
 	_ struct{}
@@ -76,6 +77,9 @@ const (
 	// rewindMemory bounds the resourceVersions a watcher remembers to
 	// rewind to: the last ones received since its list.
 	rewindMemory = 256
+	// rewindRecent is how far back, in resourceVersions received, a short
+	// rewind goes at most.
+	rewindRecent = 16
 )
 
 // rewindPercent is wt's Rewind, bounded to 0..100.
@@ -214,7 +218,7 @@ func (s *watchStream) received(rv string) {
 }
 
 // rewind moves the next request's start back to an older resourceVersion
-// the watcher received: the oldest remembered or one drawn from the rest.
+// the watcher received: the oldest remembered or one of the last few.
 // It does nothing when the watcher remembers none older than its position.
 func (s *watchStream) rewind(rng *rand.Rand) {
 	cur, err := strconv.ParseUint(s.from, 10, 64)
@@ -225,9 +229,11 @@ func (s *watchStream) rewind(rng *rand.Rand) {
 	if older == 0 {
 		return
 	}
+	// Half the time the oldest, to probe the window's floor; else one of
+	// the last few, a short replay the window still holds.
 	pick := 0
 	if rng.IntN(2) == 1 {
-		pick = rng.IntN(older)
+		pick = older - 1 - rng.IntN(min(older, rewindRecent))
 	}
 	to := s.past[pick]
 	s.past = s.past[:pick+1]
