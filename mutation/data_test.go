@@ -194,6 +194,10 @@ func TestScenarios(t *testing.T) {
 			if len(s.Bugs) != 0 || s.BypassAuthority || s.Name != "mutation-"+b {
 				t.Errorf("%s: scenario %+v plants a bug, bypasses authority or is misnamed", pkg, s)
 			}
+			// podsafe test refuses a scenario file's zero fields.
+			if s.Topology.Members == 0 || s.Duration == 0 || s.TimeScale == 0 {
+				t.Errorf("%s: scenario %s is not defaulted: %+v", pkg, b, s)
+			}
 		}
 	}
 	for _, c := range []struct{ in, want string }{

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/podsafe/podsafe/checker"
@@ -155,7 +156,7 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 	for _, bug := range scenariosOf(c.Packages) {
 		r := ex.runScenario(ctx, bin, base, bug)
 		res.Baselines = append(res.Baselines, r)
-		fmt.Fprintf(c.Progress, "baseline %-40s %-9s %5.0fs\n", r.Scenario, r.Verdict, r.Seconds)
+		fmt.Fprintf(c.Progress, "baseline %-40s %-9s %5.0fs %s\n", r.Scenario, r.Verdict, r.Seconds, firstLineOf(r.Error))
 		if r.Verdict == string(checker.Ok) {
 			usable[bug] = true
 		} else {
@@ -201,8 +202,14 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 			m := &sample[i]
 			n++
 			r := ex.evaluate(ctx, m, scen, filepath.Join(work, fmt.Sprintf("m%d", n)))
-			if r.Status != report.MutantNotViable {
+			if err := ctx.Err(); err != nil {
+				return nil, "", fmt.Errorf("mutation run stopped at %s: %w", m.ID(), err)
+			}
+			if r.Status != report.MutantNotViable && r.Status != report.MutantNotRun {
 				r.Guarantees = mergeIDs(Attribute(c.Attributions, m), r.Guarantees)
+			}
+			if r.Status == report.MutantNotRun {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s was not run: %s", r.ID, r.Reason))
 			}
 			count(&pr, r)
 			res.Mutants = append(res.Mutants, r)
@@ -234,6 +241,8 @@ func count(p *report.MutationPackage, r report.MutantResult) {
 	switch r.Status {
 	case report.MutantNotViable:
 		p.NotViable++
+	case report.MutantNotRun:
+		p.NotRun++
 	case report.MutantKilledByChecker:
 		p.KilledByChecker++
 	case report.MutantKilledByCrash:
@@ -241,6 +250,11 @@ func count(p *report.MutationPackage, r report.MutantResult) {
 	case report.MutantSurvived:
 		p.Survived++
 	}
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 func mergeIDs(a, b []string) []string {

@@ -36,14 +36,18 @@ type executor struct {
 
 // goRun runs the go command in the module root and returns its combined
 // output.
-func (e *executor) goRun(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (e *executor) goRun(parent context.Context, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.goCmd, args...)
 	cmd.Dir = e.root
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil && err != nil {
+	switch {
+	case err == nil:
+	case parent.Err() != nil:
+		err = parent.Err()
+	case ctx.Err() != nil:
 		err = fmt.Errorf("%w (after %s)", context.DeadlineExceeded, timeout)
 	}
 	return string(out), err
@@ -56,7 +60,7 @@ func (e *executor) buildPodsafe(ctx context.Context, overlay, out string) error 
 		args = append(args, "-overlay", overlay)
 	}
 	args = append(args, "-o", out, "./cmd/podsafe")
-	if o, err := e.goRun(ctx, 10*time.Minute, args...); err != nil {
+	if o, err := e.goRun(ctx, 20*time.Minute, args...); err != nil {
 		return fmt.Errorf("building podsafe: %w\n%s", err, tail(o, 10))
 	}
 	return nil
@@ -144,8 +148,8 @@ func (e *executor) prepare(ctx context.Context, m *Mutant, dir string) (r report
 		r.Status, r.Reason = report.MutantNotViable, err.Error()
 		return r, "", false
 	}
-	if out, err := e.goRun(ctx, 5*time.Minute, "build", "-overlay", ov, "./"+m.Package); err != nil {
-		r.Status, r.Reason = report.MutantNotViable, compilerComplaint(out, err)
+	if out, err := e.goRun(ctx, 20*time.Minute, "build", "-overlay", ov, "./"+m.Package); err != nil {
+		r.Status, r.Reason = buildFailure(out, err)
 		return r, "", false
 	}
 	if m.CoveredByUnit {
@@ -167,11 +171,11 @@ func (e *executor) evaluateUnit(ctx context.Context, m *Mutant, dir string) repo
 
 // evaluate judges m by its package's unit tests and by the scenarios run
 // over a podsafe built with it.
-func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, dir string) report.MutantResult {
+func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, dir string) (r report.MutantResult) {
 	start := time.Now()
 	defer os.RemoveAll(dir)
-	r, ov, ok := e.prepare(ctx, m, dir)
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	r, ov, ok := e.prepare(ctx, m, dir)
 	if !ok {
 		return r
 	}
@@ -181,7 +185,7 @@ func (e *executor) evaluate(ctx context.Context, m *Mutant, scenarios []string, 
 	}
 	bin := filepath.Join(dir, "podsafe")
 	if err := e.buildPodsafe(ctx, ov, bin); err != nil {
-		r.Status, r.Reason = report.MutantNotViable, err.Error()
+		r.Status, r.Reason = buildFailure("", err)
 		return r
 	}
 	for _, bug := range scenarios {
@@ -233,6 +237,16 @@ func resultOf(m *Mutant) report.MutantResult {
 		Mutator: m.Mutator, Original: m.Original, Replacement: m.Replacement, Source: m.Source,
 		CoveredByUnit: m.CoveredByUnit,
 	}
+}
+
+// buildFailure is the status of a mutant whose build failed: not viable
+// when the compiler refused it, not run when the build timed out or was
+// cancelled (the machine's doing, not the mutant's).
+func buildFailure(out string, err error) (status, reason string) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return report.MutantNotRun, "build: " + err.Error()
+	}
+	return report.MutantNotViable, compilerComplaint(out, err)
 }
 
 // compilerComplaint is the first error line of a failed build.

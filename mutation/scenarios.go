@@ -61,6 +61,9 @@ func Scenario(bug string) (specs.Scenario, error) {
 	s.Bugs = nil
 	s.BypassAuthority = false
 	s.Name = "mutation-" + bug
+	// As specs.Run would: a scenario file states every field, since podsafe
+	// test refuses a field given as zero rather than defaulting it.
+	s.Defaults()
 	return s, nil
 }
 

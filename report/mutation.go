@@ -33,6 +33,8 @@ const (
 	MutantSurvived = "survived"
 	// MutantNotViable: the mutated package does not compile.
 	MutantNotViable = "not viable"
+	// MutantNotRun: its build timed out; it is left out of the rates.
+	MutantNotRun = "not run"
 	// MutantEquivalent: listed as equivalent (the mutated program behaves
 	// as the original); never run, not counted in the rates.
 	MutantEquivalent = "equivalent"
@@ -70,6 +72,8 @@ type MutationPackage struct {
 	Total     int    `json:"total"`
 	Sampled   int    `json:"sampled"`
 	NotViable int    `json:"not_viable"`
+	// NotRun counts sampled mutants whose build timed out.
+	NotRun int `json:"not_run,omitempty"`
 	// Equivalent counts the listed equivalent mutants among Total; they
 	// are not sampled.
 	Equivalent int `json:"equivalent"`
@@ -84,8 +88,8 @@ type MutationPackage struct {
 	Scenarios []string `json:"scenarios"`
 }
 
-// Viable is the number of sampled mutants that compiled.
-func (p MutationPackage) Viable() int { return p.Sampled - p.NotViable }
+// Viable is the number of sampled mutants that compiled and were run.
+func (p MutationPackage) Viable() int { return p.Sampled - p.NotViable - p.NotRun }
 
 // MutantResult is one mutant and what became of it.
 type MutantResult struct {
@@ -184,7 +188,7 @@ func MutationRate(g *MutationGuarantee) string {
 func (r *MutationResults) Guarantees() {
 	by := map[string]*MutationGuarantee{}
 	for _, m := range r.Mutants {
-		if m.Status == MutantEquivalent || m.Status == MutantNotViable {
+		if m.Status == MutantEquivalent || m.Status == MutantNotViable || m.Status == MutantNotRun {
 			continue
 		}
 		for _, id := range m.Guarantees {
