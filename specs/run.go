@@ -435,7 +435,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 // rewind to an older resourceVersion they received (workload.Watcher's
 // Rewind): often enough that resumes near the watch window's floor, and
 // the 410 Gone answers below it, happen in every run.
-const runWatcherRewind = 10
+const runWatcherRewind = 25
 
 // registerWatchers builds a run's watchers: one per control-plane member,
 // watching through that member's API server (a watch served by a follower

@@ -1,0 +1,41 @@
+package specs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A scenario's watchWindow is a positive count of events for the embedded
+// store; anything else is refused in one line naming the field.
+func TestScenarioWatchWindow(t *testing.T) {
+	s := validScenario(t, "workload: register\nwatchWindow: 64\n")
+	if s.WatchWindow != 64 {
+		t.Errorf("watchWindow %d, want 64", s.WatchWindow)
+	}
+	if s := validScenario(t, "workload: register\n"); s.WatchWindow != 0 {
+		t.Errorf("watchWindow %d by default, want 0 (the store's default)", s.WatchWindow)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"workload: register\nwatchWindow: -1\n", "watchWindow"},
+		{"workload: register\ntarget: kube\nwatchWindow: 64\n", "watchWindow"},
+	} {
+		s, err := ParseScenario([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		s.Defaults()
+		err = s.Validate()
+		if !errors.Is(err, ErrInvalidScenario) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one line naming %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+// The conformance run that judges the watch guarantees keeps a window
+// small enough for its watchers to reach the floor.
+func TestConformanceWatchWindow(t *testing.T) {
+	if w := ConformanceRuns["store"].WatchWindow; w <= 0 || w > 1000 {
+		t.Errorf("the store run's watch window is %d events, want a small one", w)
+	}
+}
