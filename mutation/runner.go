@@ -68,9 +68,9 @@ func (e *executor) buildPodsafe(ctx context.Context, overlay, out string) error 
 
 // runScenario runs bug's scenario with the podsafe binary bin, its store
 // under dir, and reads its verdict; the run's directory is removed after.
-func (e *executor) runScenario(ctx context.Context, bin, dir, bug string) report.MutantRun {
+func (e *executor) runScenario(ctx context.Context, bin, dir, bug string) (r report.MutantRun) {
 	start := time.Now()
-	r := report.MutantRun{Scenario: bug}
+	r = report.MutantRun{Scenario: bug}
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
 	s, err := Scenario(bug)
 	if err != nil {
