@@ -70,6 +70,9 @@ var kubeSystemAccounts = map[string]string{
 	"pod-garbage-collector":     apiserver.IdentityPodGC,
 	"attachdetach-controller":   apiserver.IdentityAttachDetachController,
 	"disruption-controller":     apiserver.IdentityDisruptionController,
+	"deployment-controller":     apiserver.IdentityDeploymentController,
+	"generic-garbage-collector": apiserver.IdentityGarbageCollector,
+	"namespace-controller":      apiserver.IdentityNamespaceController,
 }
 
 // Identity maps a real user, by its name and groups as the API server
@@ -84,7 +87,8 @@ var kubeSystemAccounts = map[string]string{
 //     counterpart of: statefulset-controller "pet-controller",
 //     replicaset-controller, node-controller (and taint-eviction-controller)
 //     "node-controller", pod-garbage-collector "podgc",
-//     attachdetach-controller, disruption-controller;
+//     attachdetach-controller, disruption-controller, deployment-controller,
+//     generic-garbage-collector "garbage-collector", namespace-controller;
 //   - any other member of system:masters (unconditionally allowed
 //     everything): "admin".
 //

@@ -41,10 +41,12 @@ func TestIdentity(t *testing.T) {
 		{sa("pod-garbage-collector"), saGroups, "podgc", true},
 		{sa("attachdetach-controller"), saGroups, "attachdetach-controller", true},
 		{sa("disruption-controller"), saGroups, "disruption-controller", true},
+		{sa("generic-garbage-collector"), saGroups, "garbage-collector", true},
+		{sa("deployment-controller"), saGroups, "deployment-controller", true},
+		{sa("namespace-controller"), saGroups, "namespace-controller", true},
 		// kube-system accounts without a podsafe counterpart.
-		{sa("generic-garbage-collector"), saGroups, "user:" + sa("generic-garbage-collector"), false},
 		{sa("shared-informers"), saGroups, "user:" + sa("shared-informers"), false},
-		{sa("deployment-controller"), saGroups, "user:" + sa("deployment-controller"), false},
+		{sa("cronjob-controller"), saGroups, "user:" + sa("cronjob-controller"), false},
 		// The same account name in another namespace is not a controller.
 		{"system:serviceaccount:default:pod-garbage-collector", nil, "user:system:serviceaccount:default:pod-garbage-collector", false},
 		{"podsafe:admin", []string{"system:masters", "system:authenticated"}, "admin", true},
