@@ -45,7 +45,8 @@ type Config struct {
 	Store string
 	// Go is the go command (default "go").
 	Go string
-	// UnitTimeout bounds one run of a package's unit tests (default 5m);
+	// UnitTimeout bounds one run of a package's unit tests (default 5m, or
+	// three times the unmutated package's tests with coverage if longer);
 	// RunTimeout one scenario run (default 4m).
 	UnitTimeout time.Duration
 	RunTimeout  time.Duration
@@ -169,10 +170,15 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
 		}
+		t0 := time.Now()
 		all, err := Enumerate(ctx, c.Gremlins, snap, pkg, c.Progress)
 		if err != nil {
 			return nil, "", err
 		}
+		// The enumeration ran the package's unit tests once (gremlins'
+		// coverage step): a mutant's run may take three times as long, as
+		// gremlins allows, before its timeout counts as a kill.
+		ex.unitTimeout = max(c.UnitTimeout, 3*time.Since(t0))
 		var scen []string
 		for _, b := range PackageScenarios[pkg] {
 			if usable[b] {

@@ -155,6 +155,9 @@ func (e *executor) prepare(ctx context.Context, m *Mutant, dir string) (r report
 	if m.CoveredByUnit {
 		_, err := e.goRun(ctx, e.unitTimeout, "test", "-overlay", ov, "-count=1", "-failfast", "-timeout", e.unitTimeout.String(), "./"+m.Package)
 		r.KilledByUnit = err != nil
+		if errors.Is(err, context.DeadlineExceeded) {
+			r.Reason = "unit tests timed out: " + err.Error()
+		}
 	}
 	return r, ov, true
 }
