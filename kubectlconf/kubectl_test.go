@@ -281,6 +281,7 @@ spec:
 	applySteps(t, e)
 	deploymentSteps(t, e)
 	gcSteps(t, e)
+	eventsSteps(t, e)
 }
 
 // embeddedOnly are the steps only the embedded cluster serves as asserted:
