@@ -49,6 +49,11 @@ var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) 
 	if err != nil {
 		return nil, fmt.Errorf("managed fields: %w", err)
 	}
+	return newTypeConverter(reg)
+})
+
+// newTypeConverter builds the type information of reg's kinds.
+func newTypeConverter(reg *registry) (managedfields.TypeConverter, error) {
 	b := newSchemaBuilder(true, kindsOf(servedKind(reg)))
 	for _, res := range reg.resources() {
 		b.define(typeOfKind(res.gvk))
@@ -63,7 +68,7 @@ var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) 
 		return nil, fmt.Errorf("managed fields: %w", err)
 	}
 	return tc, nil
-})
+}
 
 // fieldManagerKey names a field manager: one per kind and subresource, as
 // kube-apiserver installs one per REST storage.

@@ -54,3 +54,17 @@ func BenchmarkManagedFields(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTypeConverter measures building the type information from the
+// served OpenAPI definitions, which a process does once.
+func BenchmarkTypeConverter(b *testing.B) {
+	reg, err := newRegistry(resourceTable)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		if _, err := newTypeConverter(reg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

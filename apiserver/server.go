@@ -195,6 +195,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
+	// The type information of managed fields is built here, once per
+	// process, rather than in the first write.
+	if _, err := typeConverter(); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	identities := map[string]struct{}{}
 	for _, id := range cfg.Tokens {
 		identities[id] = struct{}{}
