@@ -20,9 +20,11 @@ import (
 // is short, seeded and mixes the faults its guarantees are about.
 var ConformanceRuns = map[string]Scenario{
 	// The store under partitions and leader changes. Its watch window is
-	// small (conformanceWatchWindow), so the watchers' resumes and rewinds
-	// reach its floor: some get 410 Gone and relist (STORE-WATCH-ORDER).
+	// small (conformanceWatchWindow) and its watches short (2-3 s), so the
+	// watchers resume often and their rewinds reach the window's floor:
+	// some get 410 Gone and relist (STORE-WATCH-ORDER).
 	"store": {Workload: "register", Nemesis: []string{"partition"}, WatchWindow: conformanceWatchWindow,
+		Knobs:           workload.Knobs{"register": {"watchTimeout": "3s"}},
 		NemesisInterval: Duration(2 * time.Second), Duration: Duration(8 * time.Second), Seed: 11},
 	// Pets under node partitions and kubelet crashes, no fencing (PS-12:
 	// a partitioned pet is not replaced).

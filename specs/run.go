@@ -425,7 +425,7 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 	return &system{
 		target:   cluster.AsTarget(c),
 		clients:  clients,
-		watchers: func() ([]workload.Watcher, error) { return registerWatchers(c, rec, len(clients)) },
+		watchers: func() ([]workload.Watcher, error) { return registerWatchers(c, rec, len(clients), watcherRewind(s)) },
 		clock:    c.Clock(),
 		stop:     stop,
 	}, nil
@@ -433,17 +433,32 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 
 // runWatcherRewind is the percentage of a run's watchers' resumes that
 // rewind to an older resourceVersion they received (workload.Watcher's
-// Rewind): often enough that resumes near the watch window's floor, and
-// the 410 Gone answers below it, happen in every run.
-const runWatcherRewind = 25
+// Rewind), so that resumes near the watch window's floor, and the 410 Gone
+// answers below it, happen in ordinary runs; smallWindowRewind is the
+// percentage in a run that sizes the window (Scenario.WatchWindow), which
+// asks for the floor to be reached.
+const (
+	runWatcherRewind  = 25
+	smallWindowRewind = 50
+)
+
+// watcherRewind is the percentage of resumes the watchers of a run of s
+// rewind.
+func watcherRewind(s Scenario) int {
+	if s.WatchWindow > 0 {
+		return smallWindowRewind
+	}
+	return runWatcherRewind
+}
 
 // registerWatchers builds a run's watchers: one per control-plane member,
 // watching through that member's API server (a watch served by a follower
 // delivers what the follower applied, maybe before the leader did), each
 // (the register's) reading what it is delivered over a connection to the
 // next member. Their client hosts follow the workload's n clients', so a
-// partition cuts each on its own.
-func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workload.Watcher, error) {
+// partition cuts each on its own. rewind is the percentage of resumes that
+// rewind (workload.Watcher's Rewind).
+func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n, rewind int) ([]workload.Watcher, error) {
 	watchers := make([]workload.Watcher, c.Members())
 	for m := range watchers {
 		var clients [2]kubernetes.Interface
@@ -456,7 +471,7 @@ func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n int) ([]workl
 			}
 			clients[j] = cs
 		}
-		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1], Rewind: runWatcherRewind}
+		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1], Rewind: rewind}
 	}
 	return watchers, nil
 }

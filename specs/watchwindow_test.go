@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/podsafe/podsafe/workload"
 )
 
 // A scenario's watchWindow is a positive count of events for the embedded
@@ -33,9 +36,26 @@ func TestScenarioWatchWindow(t *testing.T) {
 }
 
 // The conformance run that judges the watch guarantees keeps a window
-// small enough for its watchers to reach the floor.
+// small enough for its watchers to reach the floor, and watches short
+// enough that they resume often; its watchers rewind more than an ordinary
+// run's.
 func TestConformanceWatchWindow(t *testing.T) {
-	if w := ConformanceRuns["store"].WatchWindow; w <= 0 || w > 1000 {
-		t.Errorf("the store run's watch window is %d events, want a small one", w)
+	s := ConformanceRuns["store"]
+	s.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s.WatchWindow <= 0 || s.WatchWindow > 1000 {
+		t.Errorf("the store run's watch window is %d events, want a small one", s.WatchWindow)
+	}
+	w, err := s.TunedWorkload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.(*workload.Register).WatchTimeout; got <= 0 || got > 5*time.Second {
+		t.Errorf("the store run's watches last up to %s, want a few seconds", got)
+	}
+	if watcherRewind(s) <= watcherRewind(Scenario{}) {
+		t.Errorf("a run with a small window rewinds %d%% of resumes, an ordinary run %d%%", watcherRewind(s), watcherRewind(Scenario{}))
 	}
 }
