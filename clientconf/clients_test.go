@@ -14,6 +14,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/go-logr/logr"
+
+	"github.com/podsafe/podsafe/cluster"
 )
 
 // convergeLimit bounds how long the caches may take to agree with the
@@ -67,6 +69,24 @@ func TestClientsThroughFaults(t *testing.T) {
 		}
 	}
 
+	// A user's informers, through the TLS listener and kubeconfig
+	// `podsafe cluster up` serves.
+	extCS, err := kubernetes.NewForConfig(e.externalConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	extFactory, extWs, err := watchAll(extCS, e.check, &holders{}, "pods", "statefulsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extFactory.Start(infCtx.Done())
+	defer func() { stopInformers(); extFactory.Shutdown() }()
+	for kind, ok := range extFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("external informer %v never synced", kind)
+		}
+	}
+
 	// Two manager replicas, through members 1 and 2.
 	rec := &leadership{}
 	seen := &sync.Map{}
@@ -105,7 +125,7 @@ func TestClientsThroughFaults(t *testing.T) {
 		}},
 		e.crashLeader(),
 		e.isolateInformersMember(infDial),
-		e.cutInformers("client-informers"),
+		e.cutInformers("client-informers", cluster.ExternalHost),
 		e.cutLeaseHolder(replicas),
 		e.pauseComponents(replicas),
 		e.crashInformersMember(infDial),
@@ -159,6 +179,21 @@ func TestClientsThroughFaults(t *testing.T) {
 		}
 	}
 	t.Logf("informer requests: %s", reqs.summary())
+	for _, wt := range extWs {
+		rounds, d, err := converge(ctx, left(), wt.list, storeView(wt.informer.GetStore()))
+		if err != nil {
+			t.Errorf("external informer %s: its cache differs from the server: %v:\n  %s", wt.kind, err, strings.Join(d, "\n  "))
+		}
+		nrounds, nd, err := converge(ctx, left(), wt.list, wt.notes.snapshot)
+		if err != nil {
+			t.Errorf("external informer %s: its notifications (adds less deletes) differ from the server — a lost event: %v:\n  %s",
+				wt.kind, err, strings.Join(nd, "\n  "))
+		}
+		t.Logf("external %s; cache agreed in %d rounds, notifications in %d", wt.notes.summary(), rounds, nrounds)
+		if b := wt.notes.disorder(); len(b) > 0 {
+			t.Errorf("external informer %s: notifications out of order: %s", wt.kind, strings.Join(b, "; "))
+		}
+	}
 	listPods := func(ctx context.Context) (view, error) {
 		l, err := e.check.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -3,6 +3,7 @@ package clientconf
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
@@ -85,6 +87,36 @@ func startEnv(t *testing.T) *env {
 // dial fails, as a client with several endpoints does).
 func (e *env) restConfig(host string, member int) *rest.Config {
 	return e.c.RESTConfig(apiserver.IdentityAdmin, cluster.ClientOptions{Host: host, Member: member})
+}
+
+// externalConfig serves the cluster on a TLS loopback listener as
+// `podsafe cluster up` does (each connection piped to a member through the
+// simulated network, from host cluster.ExternalHost), writes its kubeconfig
+// and returns the configuration client-go loads from it: the path a user's
+// controller takes.
+func (e *env) externalConfig() *rest.Config {
+	t := e.t
+	cert, err := cluster.NewServingCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); _ = e.c.ServeExternal(serveCtx, cert.Listener(tcp)) }()
+	t.Cleanup(func() { stop(); <-served })
+	path := filepath.Join(t.TempDir(), "podsafe.kubeconfig")
+	if _, err := e.c.WriteKubeconfig(path, "https://"+tcp.Addr().String(), cert.CAPEM); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading kubeconfig %s: %v", path, err)
+	}
+	return cfg
 }
 
 // retry runs f until it succeeds (an AlreadyExists counts as success: an

@@ -79,15 +79,17 @@ func (e *env) isolateInformersMember(d *dialTracker) fault {
 	}}
 }
 
-// cutInformers cuts the informers' host from every member for longer than
+// cutInformers cuts the informers' hosts from every member for longer than
 // the watch window lasts under the writer's load: their watches resume from
 // a resourceVersion the members no longer keep, meet 410 Gone and list
 // again, which delivers the deletions they missed as tombstones.
-func (e *env) cutInformers(host string) fault {
+func (e *env) cutInformers(hosts ...string) fault {
 	return fault{name: "cut the informers from every member", hold: 10 * time.Second, inject: func(context.Context) (func(context.Context) error, error) {
 		var links [][2]string
-		for _, h := range e.c.MemberHosts() {
-			links = append(links, [2]string{host, h}, [2]string{h, host})
+		for _, host := range hosts {
+			for _, h := range e.c.MemberHosts() {
+				links = append(links, [2]string{host, h}, [2]string{h, host})
+			}
 		}
 		e.c.Network().CutLinks(links)
 		return func(context.Context) error {

@@ -3,6 +3,7 @@ package clientconf
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -49,10 +50,10 @@ func (h *holders) get() []string {
 }
 
 // watchAll builds a shared informer factory on cs with informers for pods,
-// nodes, StatefulSets, ReplicaSets, Leases and Events in every namespace,
-// each with a recording handler, and the server LIST (through check) each
-// is held to. Start the factory to run them.
-func watchAll(cs, check kubernetes.Interface, h *holders) (informers.SharedInformerFactory, []*watched, error) {
+// nodes, StatefulSets, ReplicaSets, Leases and Events in every namespace
+// (or only the kinds named), each with a recording handler, and the server
+// LIST (through check) each is held to. Start the factory to run them.
+func watchAll(cs, check kubernetes.Interface, h *holders, only ...string) (informers.SharedInformerFactory, []*watched, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	ws := []*watched{
 		{kind: "pods", informer: f.Core().V1().Pods().Informer(), list: func(ctx context.Context) (view, error) {
@@ -97,6 +98,9 @@ func watchAll(cs, check kubernetes.Interface, h *holders) (informers.SharedInfor
 			}
 			return viewOf(l.Items)
 		}},
+	}
+	if len(only) > 0 {
+		ws = slices.DeleteFunc(ws, func(w *watched) bool { return !slices.Contains(only, w.kind) })
 	}
 	for _, w := range ws {
 		w.notes = newNotes(w.kind)
