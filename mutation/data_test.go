@@ -91,8 +91,24 @@ func TestEquivalents(t *testing.T) {
 			t.Errorf("LoadEquivalents(%q) = %v, want %q", c.in, err, c.want)
 		}
 	}
-	if _, err := LoadEquivalents(nil); err != nil {
+	embedded, err := LoadEquivalents(nil)
+	if err != nil {
 		t.Errorf("the embedded list: %v", err)
+	}
+	// Every listed mutant is still in the code: its line, in its function.
+	for _, e := range embedded {
+		b, err := os.ReadFile(filepath.Join("..", e.File))
+		if err != nil {
+			t.Errorf("equivalent mutant of %s: %v", e.File, err)
+			continue
+		}
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			found = found || strings.TrimSpace(line) == strings.TrimSpace(e.Source)
+		}
+		if !found || !declaredFuncs(t, filepath.Join("..", e.File))[e.Func] {
+			t.Errorf("equivalent mutant %s %s %q is no longer in the code", e.File, e.Func, e.Source)
+		}
 	}
 }
 
