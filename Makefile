@@ -119,11 +119,11 @@ bugzoo: failpoint-toolexec ## plant every bug of the zoo, report caught/missed a
 # MUTATION_SEED, through go's -overlay (the tree is never written) and
 # judges each by the package's unit tests and podsafe's runs. MUTATION_PKGS
 # (comma or space separated, e.g. ./cluster/storage) narrows the packages.
-# With the defaults: about 75 minutes on 2 cores (see README).
+# With the defaults: about 80 minutes on 2 cores (see README).
 GREMLINS_VERSION     ?= v0.6.0
 GREMLINS_BIN         ?= $(HOME)/.cache/podsafe/gremlins-$(GREMLINS_VERSION)
 MUTATION_PKGS        ?=
-MUTATION_PER_PACKAGE ?= 6
+MUTATION_PER_PACKAGE ?= 5
 MUTATION_SEED        ?= 1
 MUTATION_STORE       ?= store/mutation
 # MUTATION_COMMIT=HEAD measures the last commit instead of the working tree.

@@ -33,7 +33,7 @@ type Config struct {
 	Commit string
 	// Packages are the package directories (default DefaultPackages).
 	Packages []string
-	// PerPackage is how many mutants each package gets (default 6); 0 or
+	// PerPackage is how many mutants each package gets (default 5); 0 or
 	// less after defaulting is not allowed, use a large number for all.
 	PerPackage int
 	// Seed draws the sample (default 1).
@@ -81,7 +81,7 @@ func (c *Config) defaults() error {
 	}
 	c.Packages = pkgs
 	if c.PerPackage == 0 {
-		c.PerPackage = 6
+		c.PerPackage = 5
 	}
 	if c.PerPackage < 0 {
 		return fmt.Errorf("%w: per-package sample must be at least 1, got %d", ErrConfig, c.PerPackage)

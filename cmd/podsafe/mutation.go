@@ -58,7 +58,7 @@ for its per-guarantee kill rate. Exit 1 when a rate is below --min-kill-rate or
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.packages, "packages", nil, "packages to mutate, comma separated (default: raftstore, apiserver, kubelet, scheduler, controller, fencing, cluster/storage)")
 	fl.StringVar(&f.commit, "commit", "", "measure this commit's tree (HEAD, a hash) rather than the working tree; either way the run works on a copy, so later edits do not reach it")
-	fl.IntVar(&f.perPackage, "per-package", 6, "mutants drawn from each package")
+	fl.IntVar(&f.perPackage, "per-package", 5, "mutants drawn from each package")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the draw")
 	fl.StringVar(&f.gremlins, "gremlins", "", "the gremlins binary, release "+mutation.GremlinsVersion+" (make mutation installs it)")
 	fl.StringVar(&f.store, "store", filepath.Join("store", "mutation"), "directory for the results")
