@@ -92,11 +92,9 @@ type Scenario struct {
 	// workload's knob keys, given one way or the other).
 	Keys    int  `json:"keys,omitempty"`
 	Durable bool `json:"durable,omitempty"`
-	// WatchWindow is how many recent store events each control-plane
-	// member keeps for watches to resume from (cluster.Config.WatchWindow;
-	// 0: the store's default, 10,000). A small window makes watchers reach
-	// its floor: resumes from old resourceVersions get 410 Gone and relist.
-	// The embedded target only.
+	// WatchWindow is how many recent store events each embedded member
+	// keeps for resuming watches (cluster.Config.WatchWindow; 0: 10,000);
+	// small, it makes watchers reach its floor (410 Gone, relists).
 	WatchWindow int `json:"watchWindow,omitempty"`
 	// Bugs are planted bugs to switch on (see Bugs).
 	Bugs []string `json:"bugs,omitempty"`
@@ -416,11 +414,8 @@ func (s *Scenario) Validate() error {
 	if s.Keys < 1 {
 		return fmt.Errorf("%w: %s must be at least 1, got %d", ErrInvalidScenario, fieldRef("keys"), s.Keys)
 	}
-	if s.WatchWindow < 0 {
-		return fmt.Errorf("%w: %s must be positive (store events each member keeps for resuming watches; 0 or absent: the default 10000), got %d", ErrInvalidScenario, fieldRef("watchWindow"), s.WatchWindow)
-	}
-	if s.WatchWindow > 0 && s.Target != "" && s.Target != TargetEmbedded {
-		return fmt.Errorf("%w: %s sizes the embedded store's watch window; the %s target's API servers keep their own: drop it", ErrInvalidScenario, fieldRef("watchWindow"), s.Target)
+	if s.WatchWindow < 0 || s.WatchWindow > 0 && s.Target != "" && s.Target != TargetEmbedded {
+		return fmt.Errorf("%w: %s sizes the embedded store's watch window: a positive count of events (0 or absent: 10000), on the embedded target only; got %d on target %q", ErrInvalidScenario, fieldRef("watchWindow"), s.WatchWindow, s.Target)
 	}
 	if !(s.Rate >= 0) || math.IsInf(s.Rate, 1) { // NaN fails >=
 		return fmt.Errorf("%w: --rate (scenario rate) must be operations per second, 0 (no bound) or more and finite, got %g", ErrInvalidScenario, s.Rate)
