@@ -259,21 +259,12 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}()
 	progressDone := make(chan struct{})
 	go progress(opts.Progress, time.Now(), stats, sched, progressDone)
-	// Long-lived watchers, one per control-plane member: the register's
-	// watch its Leases (and read what they are delivered); every other
-	// workload's watch its pods and sets beside it (workload.WatchSets).
-	var setWatchers *workload.SetWatchers
 	if r, ok := w.(*workload.Register); ok {
 		r.Keys = s.Keys
-		if r.Watchers, err = sys.watchers(); err != nil {
-			return err
-		}
-	} else if sets := workload.WatchSets(w); len(sets) > 0 {
-		ws, err := sys.watchers()
-		if err != nil {
-			return err
-		}
-		setWatchers = &workload.SetWatchers{Sets: sets, Watchers: ws, Recorder: rec, Seed: workloadSeed, FirstProcess: len(sys.clients)}
+	}
+	waitWatchers, err := startWatchers(runCtx, w, sys, rec, workloadSeed)
+	if err != nil {
+		return err
 	}
 	env := workload.Env{
 		Clients: sys.clients, Recorder: rec, Seed: workloadSeed, Stats: stats,
@@ -287,17 +278,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		env.Nodes = append(env.Nodes, n.Name)
 		env.Zones[n.Name] = n.Labels[cluster.LabelZone]
 	}
-	watchersDone := make(chan error, 1)
-	if setWatchers != nil {
-		go func() { watchersDone <- setWatchers.Run(runCtx) }()
-	} else {
-		watchersDone <- nil
-	}
 	wlErr := w.Run(runCtx, env)
 	stop()
-	if err := <-watchersDone; err != nil {
-		wlErr = errors.Join(wlErr, err)
-	}
+	wlErr = errors.Join(wlErr, waitWatchers())
 	nemesisDone := make(chan struct{})
 	go func() { wg.Wait(); close(nemesisDone) }()
 	select {
@@ -429,51 +412,6 @@ func startEmbedded(ctx context.Context, s Scenario, w workload.Workload, rec *hi
 		clock:    c.Clock(),
 		stop:     stop,
 	}, nil
-}
-
-// runWatcherRewind is the percentage of a run's watchers' resumes that
-// rewind to an older resourceVersion they received (workload.Watcher's
-// Rewind), so that resumes near the watch window's floor, and the 410 Gone
-// answers below it, happen in ordinary runs; smallWindowRewind is the
-// percentage in a run that sizes the window (Scenario.WatchWindow), which
-// asks for the floor to be reached.
-const (
-	runWatcherRewind  = 25
-	smallWindowRewind = 50
-)
-
-// watcherRewind is the percentage of resumes the watchers of a run of s
-// rewind.
-func watcherRewind(s Scenario) int {
-	if s.WatchWindow > 0 {
-		return smallWindowRewind
-	}
-	return runWatcherRewind
-}
-
-// registerWatchers builds a run's watchers: one per control-plane member,
-// watching through that member's API server (a watch served by a follower
-// delivers what the follower applied, maybe before the leader did), each
-// (the register's) reading what it is delivered over a connection to the
-// next member. Their client hosts follow the workload's n clients', so a
-// partition cuts each on its own. rewind is the percentage of resumes that
-// rewind (workload.Watcher's Rewind).
-func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n, rewind int) ([]workload.Watcher, error) {
-	watchers := make([]workload.Watcher, c.Members())
-	for m := range watchers {
-		var clients [2]kubernetes.Interface
-		for j := range clients {
-			rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(n + 2*m + j), Member: (m + j) % c.Members()})
-			rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
-			cs, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return nil, fmt.Errorf("building the clients of watcher %d: %w", m, err)
-			}
-			clients[j] = cs
-		}
-		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1], Rewind: rewind}
-	}
-	return watchers, nil
 }
 
 // snapshotRecorder records every raft snapshot a member takes, installs

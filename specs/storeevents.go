@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsafe/podsafe/apiserver"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/raftstore"
@@ -154,4 +158,74 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// startWatchers gives a run of w its long-lived watchers, one per
+// control-plane member (sys.watchers), whose watch lines the watch checkers
+// judge against the store events recorded: the register's watch its Leases
+// (and read what they are delivered) as part of its own run; every other
+// workload's watch its pods and sets (workload.WatchSets) beside it, from
+// now until ctx ends. wait returns once they stopped.
+func startWatchers(ctx context.Context, w workload.Workload, sys *system, rec *history.Recorder, seed uint64) (wait func() error, err error) {
+	if r, ok := w.(*workload.Register); ok {
+		r.Watchers, err = sys.watchers()
+		return func() error { return nil }, err
+	}
+	sets := workload.WatchSets(w)
+	if len(sets) == 0 {
+		return func() error { return nil }, nil
+	}
+	ws, err := sys.watchers()
+	if err != nil {
+		return nil, err
+	}
+	sw := &workload.SetWatchers{Sets: sets, Watchers: ws, Recorder: rec, Seed: seed, FirstProcess: len(sys.clients)}
+	done := make(chan error, 1)
+	go func() { done <- sw.Run(ctx) }()
+	return func() error { return <-done }, nil
+}
+
+// runWatcherRewind is the percentage of a run's watchers' resumes that
+// rewind to an older resourceVersion they received (workload.Watcher's
+// Rewind), so that resumes near the watch window's floor, and the 410 Gone
+// answers below it, happen in ordinary runs; smallWindowRewind is the
+// percentage in a run that sizes the window (Scenario.WatchWindow), which
+// asks for the floor to be reached.
+const (
+	runWatcherRewind  = 25
+	smallWindowRewind = 50
+)
+
+// watcherRewind is the percentage of resumes the watchers of a run of s
+// rewind.
+func watcherRewind(s Scenario) int {
+	if s.WatchWindow > 0 {
+		return smallWindowRewind
+	}
+	return runWatcherRewind
+}
+
+// registerWatchers builds a run's watchers: one per control-plane member,
+// watching through that member's API server (a watch served by a follower
+// delivers what the follower applied, maybe before the leader did), each
+// (the register's) reading what it is delivered over a connection to the
+// next member. Their client hosts follow the workload's n clients', so a
+// partition cuts each on its own. rewind is the percentage of resumes that
+// rewind (workload.Watcher's Rewind).
+func registerWatchers(c *cluster.Cluster, rec *history.Recorder, n, rewind int) ([]workload.Watcher, error) {
+	watchers := make([]workload.Watcher, c.Members())
+	for m := range watchers {
+		var clients [2]kubernetes.Interface
+		for j := range clients {
+			rc := c.RESTConfig(apiserver.IdentityWorkload, cluster.ClientOptions{Host: cluster.ClientHost(n + 2*m + j), Member: (m + j) % c.Members()})
+			rc.WrapTransport = rec.WrapTransport(apiserver.IdentityWorkload)
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return nil, fmt.Errorf("building the clients of watcher %d: %w", m, err)
+			}
+			clients[j] = cs
+		}
+		watchers[m] = workload.Watcher{Name: fmt.Sprintf("watch-m%d", m), Client: clients[0], Reader: clients[1], Rewind: rewind}
+	}
+	return watchers, nil
 }
