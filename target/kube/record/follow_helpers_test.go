@@ -156,6 +156,15 @@ func (w writes) do(what string, f func() error) {
 func (w writes) create(ns, name string) *corev1.Pod {
 	w.t.Helper()
 	var p *corev1.Pod
+	// The namespace first: the API server refuses objects in a namespace
+	// that does not exist (NamespaceLifecycle).
+	w.do("creating namespace "+ns, func() error {
+		_, err := w.cs.CoreV1().Namespaces().Create(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
 	w.do("creating "+name, func() (err error) {
 		p, err = w.cs.CoreV1().Pods(ns).Create(w.ctx, pod(ns, name), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && w.retry { // an earlier try went through
