@@ -38,6 +38,10 @@
 // paging with continue tokens (paginate.go), OpenAPI v2 and v3 with the
 // served types' schemas (openapi*.go), impersonation and the self reviews
 // (impersonate.go, review*.go), server-side dry run (dryrun.go), pods/log
-// (handlers_log.go). Not served: server-side apply (415), finalizers and
-// owner-reference garbage collection, namespace lifecycle.
+// (handlers_log.go), server-side apply with managed fields on every write
+// (apply.go, managedfields.go), namespace lifecycle and NamespaceLifecycle
+// admission (namespace_*.go), deletion propagation by finalizers
+// (gc_finalizers.go; the garbage collector itself is a controller), apps/v1
+// Deployments (*deployment.go). Not served: CBOR apply (415), exec, attach
+// and port-forward (405: simulated containers run no processes).
 package apiserver
