@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,23 @@ func TestCompareTokens(t *testing.T) {
 			t.Errorf("compare=%v: %d writes accepted on v0", compare, n)
 		}
 		ts.Close()
+	}
+}
+
+// TestClientErrors: the client tells the server's answers apart — a 400
+// is ErrBadRequest, any other unexpected status is a plain error naming it.
+func TestClientErrors(t *testing.T) {
+	srv := NewServer(nil, nil)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	c := &Client{BaseURL: ts.URL, HTTP: ts.Client()}
+	ctx := context.Background()
+	if err := c.Write(ctx, kubelet.StorageWrite{}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("a write without a volume: %v, want ErrBadRequest", err)
+	}
+	err := c.post(ctx, "/v1/nowhere", struct{}{})
+	if err == nil || errors.Is(err, ErrBadRequest) || errors.Is(err, ErrFenced) || errors.Is(err, ErrStaleToken) ||
+		!strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("an unknown path: %v, want a plain error naming HTTP 404", err)
 	}
 }
