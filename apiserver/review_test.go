@@ -381,7 +381,7 @@ func TestRulesReview(t *testing.T) {
 		return out
 	}
 	pet := rules(IdentityPetController, "default")
-	want := []string{"pods. create,delete", "statefulsets/status.apps update,patch",
+	want := []string{"events. create,patch", "pods. create,delete", "statefulsets/status.apps update,patch",
 		"selfsubjectreviews.authentication.k8s.io create", "selfsubjectaccessreviews.authorization.k8s.io create", "selfsubjectrulesreviews.authorization.k8s.io create"}
 	if diff := cmp.Diff(want, writes(pet)); diff != "" {
 		t.Errorf("pet-controller's writes (-want +got):\n%s", diff)
