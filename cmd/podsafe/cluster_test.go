@@ -212,7 +212,7 @@ func TestClusterUpContexts(t *testing.T) {
 
 	out := stop()
 	for _, line := range []string{
-		"contexts: one per identity (admin, scheduler, node-controller, podgc, pet-controller, replicaset-controller, fencing-controller, workload, attachdetach-controller, disruption-controller, kubelet:node-0, kubelet:node-1); the current one, podsafe, is admin",
+		"contexts: one per identity (admin, scheduler, node-controller, podgc, pet-controller, replicaset-controller, fencing-controller, workload, attachdetach-controller, disruption-controller, deployment-controller, garbage-collector, namespace-controller, kubelet:node-0, kubelet:node-1); the current one, podsafe, is admin",
 		"--context pet-controller delete pod NAME --force --grace-period=0",
 	} {
 		if !strings.Contains(out, line) {
