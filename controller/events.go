@@ -46,6 +46,7 @@ const (
 // it stops with start's context. Safe for concurrent use.
 type eventRecorder struct {
 	mu   sync.Mutex
+	ctx  context.Context // start's: once it ends, the broadcaster has stopped
 	bc   record.EventBroadcaster
 	recs map[string]record.EventRecorder
 }
@@ -57,13 +58,13 @@ func (r *eventRecorder) start(ctx context.Context, client kubernetes.Interface, 
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bc, r.recs = bc, map[string]record.EventRecorder{}
+	r.ctx, r.bc, r.recs = ctx, bc, map[string]record.EventRecorder{}
 }
 
 // eventf records an Event on obj from component; nothing before start.
 func (r *eventRecorder) eventf(component string, obj runtime.Object, eventType, reason, format string, args ...any) {
 	r.mu.Lock()
-	if r.bc == nil {
+	if r.bc == nil || r.ctx.Err() != nil { // not started, or stopped
 		r.mu.Unlock()
 		return
 	}

@@ -20,6 +20,7 @@ import (
 // for concurrent use.
 type eventRecorder struct {
 	mu  sync.Mutex
+	ctx context.Context // start's: once it ends, the broadcaster has stopped
 	rec record.EventRecorder
 }
 
@@ -30,7 +31,7 @@ func (r *eventRecorder) start(ctx context.Context, client kubernetes.Interface, 
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource})
+	r.ctx, r.rec = ctx, bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource})
 }
 
 // event records an Event on ref, best effort: a lost Event must not stop
@@ -38,6 +39,9 @@ func (r *eventRecorder) start(ctx context.Context, client kubernetes.Interface, 
 func (c *Controller) event(ref corev1.ObjectReference, eventType, reason, msg string) {
 	c.events.mu.Lock()
 	rec := c.events.rec
+	if rec != nil && c.events.ctx.Err() != nil {
+		rec = nil // the broadcaster stopped with the controller's run
+	}
 	c.events.mu.Unlock()
 	if rec == nil {
 		c.log.Info("event not recorded: the controller is not running", "reason", reason, "object", ref.Name)

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -39,6 +40,7 @@ const EventComponent = "kubelet"
 // context of Run.
 type kubeletEvents struct {
 	mu  sync.Mutex
+	ctx context.Context // the run rec's broadcaster stops with
 	rec record.EventRecorder
 }
 
@@ -47,18 +49,19 @@ type kubeletEvents struct {
 func (k *Kubelet) recorder() record.EventRecorder {
 	k.events.mu.Lock()
 	defer k.events.mu.Unlock()
-	if k.events.rec != nil {
-		return k.events.rec
-	}
 	k.mu.Lock()
 	ctx := k.ctx
 	k.mu.Unlock()
 	if ctx == nil || ctx.Err() != nil {
-		return nil
+		return nil // before Run, or after: the broadcaster stopped with it
+	}
+	if k.events.rec != nil && k.events.ctx == ctx {
+		return k.events.rec
 	}
 	bc := record.NewBroadcaster(record.WithContext(ctx),
 		record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: k.clock}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
+	k.events.ctx = ctx
 	k.events.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: k.cfg.NodeName})
 	return k.events.rec
 }
