@@ -12,6 +12,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -49,6 +50,12 @@ func TestReadAfterWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		return cs
+	}
+	// The namespace first: objects in a namespace that does not exist are
+	// refused (NamespaceLifecycle).
+	if _, err := client(0).CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
 	watcher := client(1) // a follower's API server at first: it applies before the leader
 	readers := []kubernetes.Interface{client(3), client(4), client(5)}
@@ -157,6 +164,11 @@ func TestReadAfterWatch(t *testing.T) {
 					_, err := cs.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{})
 					if err == nil || apierrors.IsAlreadyExists(err) || ctx.Err() != nil {
 						break
+					}
+					if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+						t.Errorf("creating %s: %v", name, err) // no fault makes these go away
+						cancel()
+						return
 					}
 					// Unavailable or unknown during a fault: try again (a
 					// create that did happen answers AlreadyExists).
