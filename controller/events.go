@@ -15,6 +15,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/internal/eventlog"
 )
 
 // Source components of the controllers' Events: kube-controller-manager's
@@ -54,7 +56,7 @@ type eventRecorder struct {
 // start starts the broadcaster until ctx ends (the controller's run),
 // writing through client.
 func (r *eventRecorder) start(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock) {
-	bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: clk}))
+	bc := record.NewBroadcaster(record.WithContext(eventlog.Quiet(ctx)), record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: clk}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/podsafe/podsafe/internal/eventlog"
 )
 
 // eventRecorder is the controller's event recorder: client-go's record
@@ -27,7 +29,7 @@ type eventRecorder struct {
 // start starts the broadcaster until ctx ends (the controller's run),
 // writing through client.
 func (r *eventRecorder) start(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock) {
-	bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: clk}))
+	bc := record.NewBroadcaster(record.WithContext(eventlog.Quiet(ctx)), record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: clk}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/podsafe/podsafe/internal/eventlog"
 )
 
 // Reasons of the kubelet's Events, as upstream's pkg/kubelet/events.
@@ -58,7 +60,7 @@ func (k *Kubelet) recorder() record.EventRecorder {
 	if k.events.rec != nil && k.events.ctx == ctx {
 		return k.events.rec
 	}
-	bc := record.NewBroadcaster(record.WithContext(ctx),
+	bc := record.NewBroadcaster(record.WithContext(eventlog.Quiet(ctx)),
 		record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: k.clock}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
 	k.events.ctx = ctx

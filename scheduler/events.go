@@ -11,6 +11,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/podsafe/podsafe/internal/eventlog"
 )
 
 // Reasons and actions of the scheduler's Events, as kube-scheduler's.
@@ -56,7 +58,7 @@ func (e *schedEvents) recorder(ctx context.Context, client kubernetes.Interface,
 	defer e.mu.Unlock()
 	if e.bc == nil || e.ctx.Err() != nil {
 		e.ctx = ctx
-		e.bc = record.NewBroadcaster(record.WithContext(ctx))
+		e.bc = record.NewBroadcaster(record.WithContext(eventlog.Quiet(ctx)))
 		e.bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		e.recorders = map[string]events.EventRecorder{}
 	}
