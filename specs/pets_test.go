@@ -23,8 +23,10 @@ var _ = Describe("pets workload", Label("PS", "chaos"), func() {
 			Workload:        "pets",
 			Nemesis:         []string{"partition-node", "kill-kubelet"},
 			NemesisInterval: specs.Duration(2 * time.Second),
-			Duration:        specs.Duration(8 * time.Second),
-			Seed:            3,
+			// Long enough for a pet deletion to finish on a loaded machine
+			// (its DELETED store event is asserted below).
+			Duration: specs.Duration(14 * time.Second),
+			Seed:     3,
 		}, specs.RunOptions{StoreDir: GinkgoT().TempDir(), Progress: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Results.Verdict).To(Equal(checker.Ok), "results: %+v", out.Results.Checks)
