@@ -453,7 +453,10 @@ func (s *Server) deleteNow(ctx context.Context, ri *requestInfo, opts *metav1.De
 		if err := s.authorize(req); err != nil {
 			return nil, false, err
 		}
+		// Each attempt decides afresh: a conflict of the last one left
+		// kept set, which must not skip this one's decision.
 		var out runtime.Object
+		kept = false
 		if ns, ok := cur.(*corev1.Namespace); ok {
 			out, kept, err = s.deleteNamespace(ctx, ri, ns, stored.RV, opts)
 		}

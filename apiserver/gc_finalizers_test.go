@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/raftstore"
 )
 
 func TestDeletionFinalizers(t *testing.T) {
@@ -133,5 +138,46 @@ func TestPodFinalizersHoldDeletion(t *testing.T) {
 	}
 	if _, err := pods.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after its finalizer: %v, want 404", err)
+	}
+}
+
+// conflictOnce is a store whose first Update fails with a conflict, as a
+// concurrent writer's would.
+type conflictOnce struct {
+	Store
+	done atomic.Bool
+}
+
+func (s *conflictOnce) Update(ctx context.Context, key raftstore.Key, data []byte, p raftstore.Preconditions) (raftstore.Object, error) {
+	if s.done.CompareAndSwap(false, true) {
+		return raftstore.Object{}, raftstore.ErrConflict
+	}
+	return s.Store.Update(ctx, key, data, p)
+}
+
+// TestDeletePropagationAfterAConflict: a DELETE whose finalizer write lost
+// a compare-and-swap tries again and answers the object kept, not a
+// handler's panic (the retry once skipped its decision and answered
+// nothing).
+func TestDeletePropagationAfterAConflict(t *testing.T) {
+	cluster := raftstore.OpenTestCluster(t, 1)
+	st := &conflictOnce{}
+	e := newTestEnvOn(t, cluster.Stores[0], func(c *Config) { st.Store = c.Store; c.Store = st })
+	ctx := testCtx(t)
+	sets := e.client(IdentityAdmin).AppsV1().ReplicaSets("default")
+	if _, err := sets.Create(ctx, testReplicaSet("orphan"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.done.Store(false)
+	orphan := metav1.DeletePropagationOrphan
+	if err := sets.Delete(ctx, "orphan", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatalf("delete after a conflict: %v", err)
+	}
+	if !st.done.Load() {
+		t.Fatal("no conflict was injected")
+	}
+	got, err := sets.Get(ctx, "orphan", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, []string{metav1.FinalizerOrphanDependents}) {
+		t.Errorf("after the retried delete: %v, %+v; want kept with the orphan finalizer", err, got)
 	}
 }

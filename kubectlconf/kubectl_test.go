@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -42,7 +43,10 @@ type env struct {
 func startCluster(t *testing.T) *env {
 	t.Helper()
 	c, err := cluster.New(cluster.Config{Topology: cluster.DefaultTopology(1, 2, 1), TimeScale: 10,
-		Kubelets: true, Scheduler: true, Controllers: true})
+		Kubelets: true, Scheduler: true, Controllers: true,
+		// Errors (a handler's panic with its stack) go to stderr, so a
+		// failing step's cause is in the test's output.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)
 	}
