@@ -176,17 +176,7 @@ func (s *Server) apply(r *http.Request, ri *requestInfo, body []byte, validation
 			if err != nil {
 				return nil, err
 			}
-			m, err := metaOf(upd)
-			if err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-			// A resourceVersion in the configuration is a precondition.
-			if rv, err := parseRV(m.GetResourceVersion()); err != nil {
-				return nil, err
-			} else if rv != 0 && rv != curRV {
-				return nil, conflict(ri.res.gr, ri.name)
-			}
-			return s.prepareUpdate(ctx, ri, VerbPatch, cur, upd)
+			return s.preparePatched(ctx, ri, cur, curRV, upd)
 		})
 		if !apierrors.IsNotFound(err) || ri.subresource != "" || attempt >= s.cfg.MaxConflictRetries {
 			return out, http.StatusOK, warnings, err

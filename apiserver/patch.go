@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -73,17 +74,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 			return nil, err
 		}
 		warnings = warns
-		m, err := metaOf(upd)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		// A resourceVersion in the patch is a precondition.
-		if rv, err := parseRV(m.GetResourceVersion()); err != nil {
-			return nil, err
-		} else if rv != 0 && rv != curRV {
-			return nil, conflict(ri.res.gr, ri.name)
-		}
-		return s.prepareUpdate(ctx, ri, VerbPatch, cur, upd)
+		return s.preparePatched(ctx, ri, cur, curRV, upd)
 	})
 	if err != nil {
 		writeError(w, err)
@@ -199,4 +190,20 @@ func isIndex(tok string) bool {
 		}
 	}
 	return true
+}
+
+// preparePatched prepares upd, the stored object cur (at curRV) with a
+// patch or an applied configuration merged in, as an update: a
+// resourceVersion the patch carries is a precondition.
+func (s *Server) preparePatched(ctx context.Context, ri *requestInfo, cur runtime.Object, curRV uint64, upd runtime.Object) (runtime.Object, error) {
+	m, err := metaOf(upd)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if rv, err := parseRV(m.GetResourceVersion()); err != nil {
+		return nil, err
+	} else if rv != 0 && rv != curRV {
+		return nil, conflict(ri.res.gr, ri.name)
+	}
+	return s.prepareUpdate(ctx, ri, VerbPatch, cur, upd)
 }
