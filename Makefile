@@ -41,23 +41,19 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 	@# both is scenarios waiting in real time (run one after the other they
 	@# kept one of two CPUs busy), so side by side they take the longer of
 	@# the two rather than the sum; kubectl's conformance script follows
-	@# them there (its build is most of its time). The client-go and
-	@# controller-runtime conformance test runs beside both (its time is
-	@# its faults' wall time, not CPU). Their output follows the
+	@# them there (its build is most of its time), then the client-go and
+	@# controller-runtime conformance test. Their output follows the
 	@# rest.
 	@fplog=$$(mktemp); \
-	{ $(MAKE) --no-print-directory test-failpoints; a=$$?; $(MAKE) --no-print-directory kubectl-conformance; exit $$((a | $$?)); } > $$fplog 2>&1 & fp=$$!; \
-	cclog=$$(mktemp); $(MAKE) --no-print-directory client-conformance > $$cclog 2>&1 & cc=$$!; \
+	{ $(MAKE) --no-print-directory test-failpoints; a=$$?; $(MAKE) --no-print-directory kubectl-conformance; b=$$?; $(MAKE) --no-print-directory client-conformance; exit $$((a | b | $$?)); } > $$fplog 2>&1 & fp=$$!; \
 	rc=0; \
 	echo "PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(PKGS)"; \
 	PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(PKGS) || rc=1; \
 	echo "$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/"; \
 	$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/ || rc=1; \
 	$(MAKE) --no-print-directory oracle || rc=1; \
-	wait $$fp || { rc=1; echo "make test-failpoints or kubectl-conformance FAILED"; }; \
-	echo "== make test-failpoints, then kubectl-conformance (run beside the tests above):"; cat $$fplog; rm -f $$fplog; \
-	wait $$cc || { rc=1; echo "make client-conformance FAILED"; }; \
-	echo "== make client-conformance (run beside the tests above):"; cat $$cclog; rm -f $$cclog; \
+	wait $$fp || { rc=1; echo "make test-failpoints, kubectl-conformance or client-conformance FAILED"; }; \
+	echo "== make test-failpoints, then kubectl-conformance and client-conformance (run beside the tests above):"; cat $$fplog; rm -f $$fplog; \
 	exit $$rc
 
 # The differential oracle: podsafe's scheduler plugins and graceful deletion
