@@ -55,18 +55,7 @@ func (c *namespaceCache) ensureStarted(ctx context.Context) {
 // run lists the namespaces, then follows the watch; when the watch ends it
 // lists again, backing off after failures.
 func (c *namespaceCache) run(ctx context.Context) {
-	backoff := pcRelistMin
-	for ctx.Err() == nil {
-		if c.relist(ctx) {
-			backoff = pcRelistMin
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, pcRelistMax)
-	}
+	relistLoop(ctx, c.relist)
 	c.setSynced(false)
 }
 

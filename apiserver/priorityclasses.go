@@ -78,18 +78,7 @@ func (c *priorityClassCache) ensureStarted(ctx context.Context) {
 // resourceVersion; when the watch ends (window overflow, snapshot restore,
 // store closed) it lists again.
 func (c *priorityClassCache) run(ctx context.Context) {
-	backoff := pcRelistMin
-	for ctx.Err() == nil {
-		if c.relist(ctx) {
-			backoff = pcRelistMin
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, pcRelistMax)
-	}
+	relistLoop(ctx, c.relist)
 	c.setUnsynced()
 }
 
@@ -242,5 +231,24 @@ func (s cachingStore) Delete(ctx context.Context, key raftstore.Key, pre raftsto
 func (s cachingStore) written(ctx context.Context, key raftstore.Key, obj raftstore.Object, err error) {
 	if err == nil && key.Resource == pcResource {
 		s.classes.waitFor(ctx, obj.RV)
+	}
+}
+
+// relistLoop runs relist (a list, then the watch from the list's
+// resourceVersion, until it ends) until ctx ends: at once after a relist
+// that got going, after a doubling back-off (pcRelistMin to pcRelistMax)
+// after one that failed. The server's watch-fed caches share it.
+func relistLoop(ctx context.Context, relist func(context.Context) bool) {
+	backoff := pcRelistMin
+	for ctx.Err() == nil {
+		if relist(ctx) {
+			backoff = pcRelistMin
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, pcRelistMax)
 	}
 }
