@@ -300,6 +300,8 @@ func checkNodeHealth(ctx context.Context, v *view, opts Options) Result {
 			count(len(firstLease), "node"), count(renewals, "heart-beat"))
 	case judged == 0 && excusedMarks == 0:
 		markUnknown = fmt.Sprintf("no node mark judged: the %s came before the record of the node's Lease began", count(len(marks), "mark"))
+	case judged == 0:
+		markSummary = "no node mark judged"
 	default:
 		markSummary = fmt.Sprintf("every one of %s by the node controller came at least its grace period (%s, slack %s) after the node's last Lease renewal or heart-beat", count(judged, "node mark"), grace, nodeHealthSlack(grace))
 	}
@@ -331,9 +333,9 @@ func checkNodeHealth(ctx context.Context, v *view, opts Options) Result {
 	if markUnknown != "" {
 		return res.finish(Unknown, markUnknown+"; "+taintSummary)
 	}
-	if len(firstLease) == 0 && tJudged == 0 {
-		// Neither half had anything to judge: no Leases, and every
-		// eviction excused.
+	if (len(firstLease) == 0 || (len(marks) > 0 && judged == 0)) && tJudged == 0 {
+		// Neither half had anything to judge: no Leases, or every mark
+		// excused, and every eviction excused.
 		return res.finish(Unknown, markSummary+"; "+taintSummary)
 	}
 	return res.finish(Ok, markSummary+"; "+taintSummary)

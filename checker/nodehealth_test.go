@@ -106,13 +106,24 @@ func TestNodeHealth(t *testing.T) {
 			return mark(b, 31)
 		}, Ok, []string{"every one of 1 node mark"}},
 		// A pause of the controller-manager in the grace period: it acts
-		// on the view it had when it resumes.
+		// on the view it had when it resumes. Its only mark excused,
+		// nothing was judged.
 		{"the controller-manager was paused", func() *nodeHist {
 			b := newNodeHist(t, grace).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 30, 2)...)
 			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "pause-controller", Components: []string{"kube-controller-manager-0"},
 				Start: schedSec(15), End: schedSec(30), Healed: true})
 			return mark(b, 31)
-		}, Ok, []string{"1 mark not judged: a fault was on the controller-manager"}},
+		}, Unknown, []string{"no node mark judged (1 mark not judged: a fault was on the controller-manager"}},
+		// One mark excused, a later one judged: the judged one makes the
+		// verdict.
+		{"one mark excused, one judged", func() *nodeHist {
+			b := newNodeHist(t, grace).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 30, 2)...)
+			b.h.Nemesis = append(b.h.Nemesis, history.Interval{Name: "pause-controller", Components: []string{"kube-controller-manager-0"},
+				Start: schedSec(15), End: schedSec(30), Healed: true})
+			b = mark(b, 31)
+			b = b.status(32, corev1.ConditionTrue, "KubeletReady", 32).renew(every(33, 90, 2)...)
+			return mark(b, 111)
+		}, Ok, []string{"every one of 1 node mark", "(1 mark not judged"}},
 		// The Lease stopped, but the kubelet's status heart-beat came
 		// 3 s before the mark.
 		{"a status heart-beat within the grace", func() *nodeHist {
