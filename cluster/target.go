@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pingcap/failpoint"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -408,14 +407,5 @@ func (e *embedded) EnableFailpoint(_ context.Context, name, term, component stri
 			return nil, err
 		}
 	}
-	unaim := fpctx.Aim(name, component)
-	if err := failpoint.Enable(name, term); err != nil {
-		unaim()
-		return nil, err
-	}
-	return func() error {
-		err := failpoint.Disable(name)
-		unaim()
-		return err
-	}, nil
+	return fpctx.Enable(name, term, component)
 }

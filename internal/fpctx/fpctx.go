@@ -120,6 +120,36 @@ func Aim(name, component string) (undo func()) {
 	}
 }
 
+// Enable switches the failpoint name (its full name) on with term, aimed at
+// component (empty: everywhere), in one step a marker cannot see halfway: a
+// marker evaluated meanwhile sees the failpoint either off or on and aimed,
+// never on and still unaimed. heal switches it off and restores the aim
+// Enable replaced, again in one step.
+func Enable(name, term, component string) (heal func() error, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	prev, had := aims[name]
+	if err := failpoint.Enable(name, term); err != nil {
+		return nil, err
+	}
+	gen++
+	mine := gen
+	aims[name] = aim{component: component, gen: mine}
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		err := failpoint.Disable(name)
+		if aims[name].gen == mine {
+			if had {
+				aims[name] = prev
+			} else {
+				delete(aims, name)
+			}
+		}
+		return err
+	}, nil
+}
+
 // Aimed is the component name is aimed at; empty when it is unaimed.
 func Aimed(name string) string {
 	mu.RLock()
@@ -140,21 +170,27 @@ func Fired(name, component string) uint64 {
 // hook is the failpoint.Hook of every context With makes: it lets name
 // through where it is unaimed or aimed at the context's component. It runs
 // only in a failpoint build, where markers evaluate.
+//
+// The aim and whether the failpoint is on are read under one lock, which
+// Enable holds while it changes both, so a marker evaluated while a
+// failpoint is switched on aimed elsewhere cannot see it on but not yet
+// aimed. A failpoint that is off is filtered here (its evaluation would
+// decline anyway), so one switched on after this hook ran is not let
+// through by it.
 func hook(ctx context.Context, name string) bool {
 	comp := Component(ctx)
 	mu.RLock()
 	a, ok := aims[name]
+	_, err := failpoint.Status(name)
 	mu.RUnlock()
-	if ok && a.component != "" && a.component != comp {
+	if err != nil || (ok && a.component != "" && a.component != comp) {
 		return false
 	}
-	if _, err := failpoint.Status(name); err == nil {
-		n, ok := fired.Load(firedKey{name, comp})
-		if !ok {
-			n, _ = fired.LoadOrStore(firedKey{name, comp}, new(atomic.Uint64))
-		}
-		n.(*atomic.Uint64).Add(1)
+	n, loaded := fired.Load(firedKey{name, comp})
+	if !loaded {
+		n, _ = fired.LoadOrStore(firedKey{name, comp}, new(atomic.Uint64))
 	}
+	n.(*atomic.Uint64).Add(1)
 	return true
 }
 
