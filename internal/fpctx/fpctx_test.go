@@ -19,6 +19,13 @@ func TestHookHonoursAims(t *testing.T) {
 	if For("cp-0") != a {
 		t.Error("For made a second context for the same component")
 	}
+	if hook(a, name) {
+		t.Fatal("a failpoint that is off was let through")
+	}
+	if err := failpoint.Enable(name, "return(true)"); err != nil {
+		t.Fatal(err)
+	}
+	defer failpoint.Disable(name) //nolint:errcheck
 	if !hook(a, name) || !hook(b, name) {
 		t.Fatal("an unaimed failpoint was filtered")
 	}
@@ -49,15 +56,58 @@ func TestHookHonoursAims(t *testing.T) {
 	}
 	Aim(name, "")
 
-	if err := failpoint.Enable(name, "return(true)"); err != nil {
-		t.Fatal(err)
-	}
-	defer failpoint.Disable(name) //nolint:errcheck
 	before := Fired(name, "cp-0")
 	hook(a, name)
 	hook(a, name)
 	if got := Fired(name, "cp-0") - before; got != 2 {
 		t.Errorf("Fired counted %d, want 2", got)
+	}
+}
+
+// TestEnableIsOneStep: a marker evaluated in one component while a
+// failpoint is switched on and off again aimed at another never fires
+// there. Switching on and aiming were two steps once, and a marker that
+// read the aim between them fired unaimed.
+func TestEnableIsOneStep(t *testing.T) {
+	const name = "github.com/podsafe/podsafe/internal/fpctx/onestep"
+	here := For("cp-0")
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		let := 0
+		for {
+			select {
+			case <-stop:
+				done <- let
+				return
+			default:
+			}
+			if hook(here, name) {
+				let++
+			}
+		}
+	}()
+	for range 2000 {
+		heal, err := Enable(name, "return(true)", Storage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Aimed(name) != Storage {
+			t.Fatalf("Aimed = %q after Enable, want %s", Aimed(name), Storage)
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if let := <-done; let != 0 || Fired(name, "cp-0") != 0 {
+		t.Errorf("aimed at %s, the failpoint was let through %d times in cp-0 (Fired %d)", Storage, let, Fired(name, "cp-0"))
+	}
+	if Aimed(name) != "" {
+		t.Errorf("heal left the failpoint aimed at %q", Aimed(name))
+	}
+	if _, err := failpoint.Status(name); err == nil {
+		t.Error("heal left the failpoint on")
 	}
 }
 
