@@ -26,6 +26,11 @@ type KubeletOptions struct {
 	EvictionMaxPodGracePeriod int64
 	// EvictionEvery is how often memory is looked at (cluster clock time).
 	EvictionEvery time.Duration
+	// EventRecordQPS and EventBurst bound each kubelet's Event writes
+	// (cluster clock time; upstream's --event-qps and --event-burst,
+	// defaults 50 and 100; a negative EventRecordQPS lifts the limit).
+	EventRecordQPS float32
+	EventBurst     int
 
 	_ struct{}
 }
@@ -37,6 +42,8 @@ func (o KubeletOptions) Apply(cfg *kubelet.Config) {
 	cfg.EvictionSoftGracePeriod = o.EvictionSoftGracePeriod
 	cfg.EvictionMaxPodGracePeriod = o.EvictionMaxPodGracePeriod
 	cfg.EvictionEvery = o.EvictionEvery
+	cfg.EventRecordQPS = o.EventRecordQPS
+	cfg.EventBurst = o.EventBurst
 }
 
 // kubeletSet holds, per topology node, the simulated container runtime (owned

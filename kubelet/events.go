@@ -2,14 +2,17 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/podsafe/podsafe/internal/eventlog"
 )
@@ -62,10 +65,73 @@ func (k *Kubelet) recorder() record.EventRecorder {
 	}
 	bc := record.NewBroadcaster(record.WithContext(eventlog.Quiet(ctx)),
 		record.WithCorrelatorOptions(record.CorrelatorOptions{Clock: k.clock}))
-	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
+	var sink record.EventSink = &typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")}
+	if k.cfg.EventRecordQPS > 0 {
+		sink = &limitedSink{EventSink: sink, ctx: ctx, clock: k.clock,
+			lim: rate.NewLimiter(rate.Limit(k.cfg.EventRecordQPS), max(1, k.cfg.EventBurst))}
+	}
+	bc.StartRecordingToSink(sink)
 	k.events.ctx = ctx
 	k.events.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: k.cfg.NodeName})
 	return k.events.rec
+}
+
+// limitedSink writes Events at most at its limiter's rate on the kubelet's
+// clock, as upstream's kubelet writes them with a client whose QPS and
+// burst are --event-qps and --event-burst. While it waits, the recorder's
+// queue fills, and the broadcaster drops what does not fit.
+type limitedSink struct {
+	record.EventSink
+	ctx   context.Context
+	clock clock.WithTicker
+	lim   *rate.Limiter
+}
+
+// errEventsStopped is a write refused because the kubelet stopped while it
+// waited for the limiter.
+var errEventsStopped = errors.New("kubelet stopped: event not written")
+
+// wait takes one token, waiting in clock time.
+func (s *limitedSink) wait() error {
+	now := s.clock.Now()
+	r := s.lim.ReserveN(now, 1)
+	if !r.OK() {
+		return fmt.Errorf("event rate limiter refused a write (burst %d)", s.lim.Burst())
+	}
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-s.ctx.Done():
+		r.CancelAt(s.clock.Now())
+		return errEventsStopped
+	}
+}
+
+func (s *limitedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	return s.EventSink.Create(e)
+}
+
+func (s *limitedSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	return s.EventSink.Update(e)
+}
+
+func (s *limitedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	return s.EventSink.Patch(e, data)
 }
 
 // event records an Event on obj (a pod, or a container's reference).

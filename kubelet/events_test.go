@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestKubeletEvents: the kubelet's Events carry upstream's reasons and
@@ -120,5 +124,71 @@ func TestKubeletEventsNeedRun(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API calls for an orphan's container, want none: %v", n, cs.Actions())
+	}
+}
+
+// countingSink counts the Events written through it.
+type countingSink struct{ n atomic.Int64 }
+
+func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) { s.n.Add(1); return e, nil }
+func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) { s.n.Add(1); return e, nil }
+func (s *countingSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	s.n.Add(1)
+	return e, nil
+}
+
+// TestEventRateLimit: the kubelet writes its Events at most at
+// EventRecordQPS per second of its clock after a burst of EventBurst, as
+// upstream's --event-qps and --event-burst, and a write still waiting when
+// the kubelet stops is dropped.
+func TestEventRateLimit(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	inner := &countingSink{}
+	s := &limitedSink{EventSink: inner, ctx: ctx, clock: clk, lim: rate.NewLimiter(2, 3)}
+	done := make(chan error, 10)
+	for range 5 {
+		go func() { _, err := s.Create(&corev1.Event{}); done <- err }()
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := inner.n.Load(); got != 3 {
+		t.Fatalf("%d Events written at once, want the burst of 3", got)
+	}
+	// Two wait; half a second of the kubelet's clock lets one through.
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(500 * time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := inner.n.Load(); got != 4 {
+		t.Fatalf("%d Events written after 0.5 s at 2/s, want 4", got)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, errEventsStopped) {
+		t.Fatalf("a write waiting when the kubelet stopped returned %v, want %v", err, errEventsStopped)
+	}
+	if got := inner.n.Load(); got != 4 {
+		t.Fatalf("%d Events written, want 4: the stopped kubelet's wait must not write", got)
+	}
+}
+
+// TestEventLimitDefaults: the limits default to upstream's, and a negative
+// QPS lifts them.
+func TestEventLimitDefaults(t *testing.T) {
+	c := Config{}
+	c.setDefaults()
+	if c.EventRecordQPS != 50 || c.EventBurst != 100 {
+		t.Errorf("defaults %v/%d, want upstream's 50/100", c.EventRecordQPS, c.EventBurst)
+	}
+	c = Config{EventBurst: -1}
+	c.Client, c.NodeName, c.Runtime = fake.NewClientset(), "n1", NewSimRuntime("n1", nil, nil)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "EventBurst") {
+		t.Errorf("a negative EventBurst: %v", err)
 	}
 }

@@ -46,6 +46,11 @@ const (
 	DefaultNodeStatusEvery = 60 * time.Second
 	DefaultOrphanGrace     = 2 * time.Second
 	DefaultRequestTimeout  = 10 * time.Second
+	// DefaultEventRecordQPS and DefaultEventBurst are upstream's
+	// eventRecordQPS and eventBurst: Event writes per second of clock time,
+	// and the burst above it.
+	DefaultEventRecordQPS = 50
+	DefaultEventBurst     = 100
 	// DefaultVersion is the kubelet version podsafe's nodes report unless
 	// told otherwise: the Kubernetes release its client-go matches.
 	DefaultVersion = "v1.37.2"
@@ -111,6 +116,14 @@ type Config struct {
 	// PodListWatchList, or "" (PodListAsVersion): as the real kubelet of
 	// Version does (PodListModeFor).
 	PodList string
+	// EventRecordQPS bounds the kubelet's Event writes per second of clock
+	// time, with bursts of EventBurst, as upstream's --event-qps and
+	// --event-burst (defaults 50 and 100). Events beyond the limit wait in
+	// the recorder's queue, which drops the newest when full, as
+	// upstream's does. A negative EventRecordQPS lifts the limit (upstream's
+	// 0).
+	EventRecordQPS float32
+	EventBurst     int
 	// Version is the kubelet version the node reports
 	// (status.nodeInfo.kubeletVersion; default DefaultVersion). On a real
 	// control plane it is the control plane's, so version-skew rules hold.
@@ -132,6 +145,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Runtime is required (NewSimRuntime for the in-process cluster)", ErrInvalidConfig)
 	case c.LeaseDuration < 0 || c.LeaseRenew < 0 || c.NodeStatusEvery < 0 || c.OrphanGrace < 0 || c.RequestTimeout < 0 || c.EvictionEvery < 0 || c.EvictionSoftGracePeriod < 0:
 		return fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
+	case c.EventBurst < 0:
+		return fmt.Errorf("%w: EventBurst %d must not be negative", ErrInvalidConfig, c.EventBurst)
 	case c.EvictionHard < 0 || c.EvictionSoft < 0 || c.EvictionMaxPodGracePeriod < 0:
 		return fmt.Errorf("%w: eviction thresholds and EvictionMaxPodGracePeriod must not be negative", ErrInvalidConfig)
 	case c.LeaseRenew > 0 && c.LeaseDuration > 0 && c.LeaseRenew >= c.LeaseDuration:
@@ -168,6 +183,12 @@ func (c *Config) setDefaults() {
 	def(&c.OrphanGrace, DefaultOrphanGrace)
 	def(&c.RequestTimeout, DefaultRequestTimeout)
 	def(&c.EvictionEvery, DefaultEvictionEvery)
+	if c.EventRecordQPS == 0 {
+		c.EventRecordQPS = DefaultEventRecordQPS
+	}
+	if c.EventBurst == 0 {
+		c.EventBurst = DefaultEventBurst
+	}
 }
 
 // Kubelet is one node agent. Run it once; stop it by cancelling Run's
