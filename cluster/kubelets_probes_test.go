@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/kubelet"
 )
 
@@ -199,8 +201,16 @@ func TestKubeletReadinessGate(t *testing.T) {
 // under way keeps that one kill: one TERM and one KILL per container. The
 // deletion's grace applies only when it is smaller (GP-5, PS-3): a longer one
 // leaves the probe's grace in force, a shorter one brings KILL forward.
+//
+// The cluster runs at time scale 10, not the other kubelet tests' 200: the
+// deletion must reach the kubelet before the probe's kill is due (60 s of
+// cluster time), and at 200 that is 0.3 s of wall time, which a loaded
+// machine's watch delivery can miss; at 10 it is 6 s.
 func TestKubeletProbeKillThenDelete(t *testing.T) {
-	_, ledger, cs := startKubeletCluster(t, 1)
+	ledger := &kubelet.MemoryLedger{}
+	c := startCluster(t, cluster.Config{Topology: cluster.DefaultTopology(1, 1, 1), TimeScale: 10,
+		Kubelets: true, Ledger: ledger})
+	cs := clientset(t, c, apiserver.IdentityAdmin, 0)
 	cases := []struct {
 		name      string
 		del       *int64 // nil: the spec's 120

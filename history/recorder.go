@@ -233,7 +233,13 @@ func (r *Recorder) write(kind Kind, t int64, payload any) {
 	defer r.mu.Unlock()
 	if r.closed {
 		if r.misuse == nil {
-			r.misuse = fmt.Errorf("recording %s event: %w", kind, ErrClosed)
+			what := string(kind)
+			if c, ok := payload.(APICall); ok {
+				// Name the late caller, so the component that outlived
+				// the run can be found.
+				what = fmt.Sprintf("%s (%s %s %s by %s)", kind, c.Verb, c.Resource, c.Name, c.Identity)
+			}
+			r.misuse = fmt.Errorf("recording %s event: %w", what, ErrClosed)
 		}
 		return
 	}
