@@ -136,12 +136,35 @@ func outcome(ctx context.Context, name string) (*specs.Outcome, *history.History
 	Expect(err).NotTo(HaveOccurred(), "conformance run %s", name)
 	h, err := history.Load(filepath.Join(out.Dir, "history.jsonl"))
 	Expect(err).NotTo(HaveOccurred())
+	outcomeLoad = out.Results.Load
 	return out, h
+}
+
+// outcomeLoad is the machine's load during the run outcome last returned
+// (specs of one process run one at a time).
+var outcomeLoad *report.Load
+
+// expectReached asserts that the run reached what a spec judges (it
+// partitioned a node, fenced one, preempted pods): a run that did not, on
+// a machine loaded beyond twice its CPUs, was starved rather than wrong,
+// and the spec says so and judges nothing (Skip) instead of failing. The
+// guarantee's own verdict is never excused this way.
+func expectReached(ok bool, format string, args ...any) {
+	GinkgoHelper()
+	if ok {
+		return
+	}
+	what := fmt.Sprintf(format, args...)
+	if outcomeLoad.Starved() {
+		Skip(fmt.Sprintf("the machine starved the run: it did not reach what this spec judges (%s; %s)", what, outcomeLoad))
+	}
+	Fail(fmt.Sprintf("%s (%s)", what, outcomeLoad))
 }
 
 // expectJudgedOk asserts that some checker of the run judged id, that every
 // one that did found it held, and that at least one had something to judge.
 func expectJudgedOk(out *specs.Outcome, id string, inputOnly bool) {
+	outcomeLoad = out.Results.Load
 	var judges []checker.Result
 	for _, r := range out.Results.Checks {
 		if slices.Contains(r.Guarantees, id) {
@@ -152,8 +175,8 @@ func expectJudgedOk(out *specs.Outcome, id string, inputOnly bool) {
 	for _, r := range judges {
 		Expect(r.Verdict).To(Equal(checker.Ok), "%s judged %s %s in %s: %s", r.Checker, id, r.Verdict, out.Dir, r.Summary)
 	}
-	Expect(slices.ContainsFunc(judges, func(r checker.Result) bool { return r.Stats.Checked > 0 || inputOnly && r.Stats.Ops > 0 })).To(BeTrue(),
-		"the run %s gave the checkers of %s nothing to judge: %+v", out.Dir, id, judges)
+	expectReached(slices.ContainsFunc(judges, func(r checker.Result) bool { return r.Stats.Checked > 0 || inputOnly && r.Stats.Ops > 0 }),
+		"the run %s gave the checkers of %s something to judge: %+v", out.Dir, id, judges)
 }
 
 func checkerNames(rs []checker.Result) []string {
@@ -195,7 +218,7 @@ var judged = []judgedBy{
 					expected++
 				}
 			}
-			Expect(expected).To(BeNumerically(">", 0), "the run overlapped replicas, reported as expected")
+			expectReached(expected > 0, "the run overlapped replicas, reported as expected")
 		}},
 	{id: "PS-8", run: "pets", what: "only the kubelet removes a pod, after its processes ended"},
 	{id: "PS-9", run: "pets", what: "controllers only delete gracefully"},
@@ -203,21 +226,20 @@ var judged = []judgedBy{
 	{id: "PS-11", run: "pets", what: "at most one process per pet identity"},
 	{id: "PS-12", run: "pets", what: "a partitioned pet is not replaced while partitioned",
 		also: func(h *history.History, _ []checker.Result) {
-			Expect(faultsNamed(h, "partition-node")).To(BeNumerically(">", 0), "the run partitioned a node")
+			expectReached(faultsNamed(h, "partition-node") > 0, "the run partitioned a node")
 		}},
 	{id: "PS-14", run: "fencing", what: "the fencing controller force deletes only after the fence",
 		also: func(h *history.History, res []checker.Result) {
-			Expect(fencedNodes(h)).NotTo(BeEmpty(), "the run fenced a node")
+			expectReached(len(fencedNodes(h)) > 0, "the run fenced a node")
 			// The authority checker judged a force deletion by the fencing
 			// controller, not only the kubelets' own.
-			Expect(res).To(ContainElement(And(
-				HaveField("Checker", checker.AuthorityChecker),
-				HaveField("Summary", ContainSubstring("by the fencing controller after a fence")))),
-				"the authority checker judged no force deletion of the fencing controller")
+			expectReached(slices.ContainsFunc(res, func(r checker.Result) bool {
+				return r.Checker == checker.AuthorityChecker && strings.Contains(r.Summary, "by the fencing controller after a fence")
+			}), "the authority checker judged a force deletion by the fencing controller")
 		}},
 	{id: "PS-15", run: "fencing", what: "no two nodes' writes to one RWO volume interleave; a fenced node's writes are refused",
 		also: func(h *history.History, _ []checker.Result) {
-			Expect(ledgerActions(h)[history.LedgerWrite]).To(BeNumerically(">", 0), "pets wrote their volumes")
+			expectReached(ledgerActions(h)[history.LedgerWrite] > 0, "pets wrote their volumes")
 		}},
 
 	{id: "GP-1", run: "pets", what: "the kubelet's grace is the deletion's, else the spec's"},
@@ -280,7 +302,7 @@ var _ = Describe("conformance", Label("conformance"), func() {
 				Expect(set).To(BeNumerically("<=", 1), "pod %s container %s is in %d states at once", p.Name, cs.Name, set)
 			}
 		}
-		Expect(terminated).To(BeNumerically(">", 0), "the run terminated containers")
+		expectReached(terminated > 0, "the run terminated containers")
 	}, conformanceTimeout())
 
 	It("PR-15: every preempted pod gets an event", Label("PR-15", "PR"), func(ctx SpecContext) {
@@ -297,7 +319,7 @@ var _ = Describe("conformance", Label("conformance"), func() {
 				events++
 			}
 		}
-		Expect(victims).To(BeNumerically(">", 0), "the run preempted pods")
+		expectReached(victims > 0, "the run preempted pods")
 		Expect(events).To(BeNumerically(">=", victims), "%d victims, %d events", victims, events)
 	}, conformanceTimeout())
 })
