@@ -193,6 +193,13 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 				res.Warnings = append(res.Warnings, err.Error())
 				continue
 			}
+			if m.InMarker {
+				r := resultOf(m)
+				r.Status, r.Reason, r.Guarantees = report.MutantEquivalent, markerReason, Attribute(c.Attributions, m)
+				res.Mutants = append(res.Mutants, r)
+				pr.Equivalent++
+				continue
+			}
 			if e, ok := equivalent(c.Equivalents, m); ok {
 				r := resultOf(m)
 				r.Status, r.Reason, r.Guarantees = report.MutantEquivalent, e.Reason, Attribute(c.Attributions, m)
@@ -228,6 +235,10 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 	dir, err := writeResults(c.Store, start, res)
 	return res, dir, err
 }
+
+// markerReason is why a mutant in a failpoint marker's function is
+// equivalent.
+const markerReason = "in a failpoint marker's function (a planted bug of the zoo): only a failpoint build runs it, and mutation runs use ordinary builds"
 
 // equivalent finds m in the equivalent list.
 func equivalent(es []Equivalent, m *Mutant) (Equivalent, bool) {

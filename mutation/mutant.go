@@ -64,7 +64,12 @@ type Mutant struct {
 	Replacement string
 	// Source is the original line, trimmed.
 	Source string
-	offset int
+	// InMarker: the operator is in the function a failpoint marker runs
+	// (failpoint.Inject or InjectContext), the bug zoo's planted bugs,
+	// which only a failpoint build makes live. Mutation runs use ordinary
+	// builds, where such code never runs: the mutant is equivalent.
+	InMarker bool
+	offset   int
 }
 
 // ID names the mutant stably for a given tree.
@@ -112,11 +117,38 @@ func (m *Mutant) Locate(root string) error {
 	m.Original, m.Replacement = found.String(), to.String()
 	m.offset = fset.Position(pos).Offset
 	m.Func = enclosingFunc(f, pos)
+	m.InMarker = inFailpointMarker(f, pos)
 	lines := bytes.Split(src, []byte("\n"))
 	if m.Line-1 < len(lines) {
 		m.Source = strings.TrimSpace(string(lines[m.Line-1]))
 	}
 	return nil
+}
+
+// inFailpointMarker reports whether pos lies in a function literal passed
+// to a failpoint marker (failpoint.Inject, failpoint.InjectContext, …).
+func inFailpointMarker(f *ast.File, pos token.Pos) bool {
+	in := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if in {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok || pos < call.Pos() || pos >= call.End() {
+			return n == nil || (pos >= n.Pos() && pos < n.End())
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if x, isIdent := sel.X.(*ast.Ident); !ok || !isIdent || x.Name != "failpoint" || !strings.HasPrefix(sel.Sel.Name, "Inject") {
+			return true
+		}
+		for _, a := range call.Args {
+			if lit, ok := a.(*ast.FuncLit); ok && pos >= lit.Pos() && pos < lit.End() {
+				in = true
+			}
+		}
+		return true
+	})
+	return in
 }
 
 // nodeToken is the operator gremlins would mutate in n, as its NewTokenNode

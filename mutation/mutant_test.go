@@ -232,3 +232,24 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestLocateMarker: an operator in a failpoint marker's function is marked
+// InMarker (its mutants are equivalent: ordinary builds never run it), the
+// same operator outside is not.
+func TestLocateMarker(t *testing.T) {
+	for _, c := range []struct {
+		line, col int
+		want      bool
+	}{
+		{14, 8, true},  // d > 0, inside the marker's function
+		{18, 7, false}, // d > spec, after it
+	} {
+		m := Mutant{Package: "marker", File: "marker/marker.go", Line: c.line, Column: c.col, Mutator: ConditionalsNegation}
+		if err := m.Locate("testdata"); err != nil {
+			t.Fatal(err)
+		}
+		if m.InMarker != c.want {
+			t.Errorf("%s (%q): InMarker %v, want %v", m.ID(), m.Source, m.InMarker, c.want)
+		}
+	}
+}
