@@ -262,19 +262,41 @@ func (gc *GarbageCollector) sync(ctx context.Context, key string) error {
 		if len(blocking(uid, deps)) > 0 {
 			return nil
 		}
+		// The graph may not show a blocking dependent yet (see
+		// orphanDependents): the API is asked before the owner goes.
+		live, err := gc.liveDependents(ctx, n)
+		if err != nil {
+			return err
+		}
+		if held := len(blocking(uid, live)); held > 0 {
+			return fmt.Errorf("%s waits for %d dependents the collector has not seen yet", objectKey(n), held)
+		}
 		return gc.removeFinalizer(ctx, n, metav1.FinalizerDeleteDependents)
 	case n.deleting:
 		return nil
 	}
-	states := make([]ownerState, len(n.owners))
-	for i, o := range n.owners {
-		s, err := gc.ownerState(ctx, n, o)
-		if err != nil {
-			return err
-		}
-		states[i] = s
+	remove, patch, refs, states, err := gc.decide(ctx, n)
+	if err != nil || (!remove && !patch) {
+		return err
 	}
-	remove, patch, refs := decideDependent(n.owners, states)
+	// Act only on what the object says now: the graph may lag behind a
+	// change of its owners (an orphaning that reached the object before
+	// the graph), as upstream's attemptToDeleteItem reads the latest.
+	live, err := gc.cfg.Dynamic.Resource(n.gvr).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", n.gvr.GroupResource(), objectKey(n), err)
+	}
+	if live.GetUID() != n.uid || live.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	now := *n
+	now.owners = live.GetOwnerReferences()
+	if remove, patch, refs, states, err = gc.decide(ctx, &now); err != nil {
+		return err
+	}
 	switch {
 	case remove:
 		policy := metav1.DeletePropagationBackground
@@ -288,6 +310,21 @@ func (gc *GarbageCollector) sync(ctx context.Context, key string) error {
 		return gc.setOwnerRefs(ctx, n, func([]metav1.OwnerReference) []metav1.OwnerReference { return refs })
 	}
 	return nil
+}
+
+// decide judges the dependent n by its owners: remove it, or patch its
+// owner references to refs.
+func (gc *GarbageCollector) decide(ctx context.Context, n *gcNode) (remove, patch bool, refs []metav1.OwnerReference, states []ownerState, err error) {
+	states = make([]ownerState, len(n.owners))
+	for i, o := range n.owners {
+		s, err := gc.ownerState(ctx, n, o)
+		if err != nil {
+			return false, false, nil, nil, err
+		}
+		states[i] = s
+	}
+	remove, patch, refs = decideDependent(n.owners, states)
+	return remove, patch, refs, states, nil
 }
 
 // ownerState finds out what became of the owner o of n: from the graph
@@ -352,16 +389,59 @@ func (gc *GarbageCollector) delete(ctx context.Context, n *gcNode, policy metav1
 
 // orphanDependents removes the references to n from its dependents, then
 // n's orphan finalizer.
+//
+// The graph may not show a dependent made just before the owner's deletion
+// (its informer lags another's), and once the finalizer is gone such a
+// dependent's owner is absent and it would be collected. So the dependents
+// are also looked for in the API, by a list of every watched resource in
+// the owner's namespace (every namespace for a cluster-scoped owner):
+// orphaning is rare, and a dependent that should outlive its owner must.
 func (gc *GarbageCollector) orphanDependents(ctx context.Context, n *gcNode) error {
+	unref := func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		return slices.DeleteFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == n.uid })
+	}
 	for _, d := range gc.graph.dependentsOf(n.uid) {
-		err := gc.setOwnerRefs(ctx, d, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
-			return slices.DeleteFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == n.uid })
-		})
-		if err != nil {
+		if err := gc.setOwnerRefs(ctx, d, unref); err != nil {
+			return err
+		}
+	}
+	live, err := gc.liveDependents(ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, d := range live {
+		if err := gc.setOwnerRefs(ctx, d, unref); err != nil {
 			return err
 		}
 	}
 	return gc.removeFinalizer(ctx, n, metav1.FinalizerOrphanDependents)
+}
+
+// liveDependents lists, from the API, the objects whose owner references
+// name n: every watched resource in n's namespace (every namespace for a
+// cluster-scoped n). It is for the rare moments an owner is about to go,
+// when a dependent the graph has not shown yet must not be missed.
+func (gc *GarbageCollector) liveDependents(ctx context.Context, n *gcNode) ([]*gcNode, error) {
+	var out []*gcNode
+	for _, res := range gc.kinds {
+		if n.namespaced && !res.namespaced {
+			continue // a cluster-scoped object has no namespaced owner
+		}
+		list, err := gc.cfg.Dynamic.Resource(res.gvr).Namespace(n.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s for dependents of %s: %w", res.gvr.GroupResource(), objectKey(n), err)
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			refs := u.GetOwnerReferences()
+			if !slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == n.uid }) {
+				continue
+			}
+			out = append(out, &gcNode{gvr: res.gvr, namespaced: res.namespaced, namespace: u.GetNamespace(), name: u.GetName(),
+				uid: u.GetUID(), owners: refs, deleting: u.GetDeletionTimestamp() != nil, finalizers: u.GetFinalizers()})
+		}
+	}
+	return out, nil
 }
 
 // setOwnerRefs rewrites n's ownerReferences with change applied to the
