@@ -86,6 +86,13 @@ func TestSimRuntimeMemoryUsage(t *testing.T) {
 	if _, err := ParseScript("mem=lots"); err == nil {
 		t.Errorf("mem=lots parsed")
 	}
+	if _, err := ParseScript("mem=-1Mi"); err == nil {
+		t.Errorf("mem=-1Mi parsed")
+	}
+	// A container may use no memory at all.
+	if sc, err := ParseScript("mem=0"); err != nil || sc.Memory != 0 {
+		t.Errorf("mem=0: %+v, %v", sc, err)
+	}
 }
 
 // stuckRuntime is a runtime whose containers use fixed memory and die only
