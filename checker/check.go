@@ -193,6 +193,16 @@ func registry() []checkerDef {
 		check:   checkBackoff,
 	}, {
 		Info: Info{
+			Name:        ProbeChecker,
+			Description: "from the ledger's probe answers and kills and the store's record of pods: probes run as the spec has them, after their initial delay and the startup probe's success; a startup or liveness probe failing failureThreshold times in a row kills the container, and nothing else kills for a probe; a container is ready only after its readiness probe succeeded",
+			Guarantees:  probeGuarantees,
+		},
+		assumes: []assumption{assumeRecorderClock, assumeNodeClock},
+		reads:   []viewPart{partRuns, partPods, partNodes},
+		applies: ledgerHas(history.LedgerProbe),
+		check:   checkProbes,
+	}, {
+		Info: Info{
 			Name:        PreemptionChecker,
 			Description: "from the API history and the rebuilt store state: each preemption has a pending, higher-priority preemptor (not policy Never) nominated to the victims' node, which fits there once lower-priority pods are gone and surely fit nowhere else; where the state it decided on is certain, the node is the one kube-scheduler's rules pick (fewest budget violations, then the lowest highest-priority victim)",
 			Guarantees:  preemptionGuarantees,

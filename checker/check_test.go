@@ -83,10 +83,12 @@ func TestCatalogNamesEveryChecker(t *testing.T) {
 	nb := newNodeHist(t, 10*time.Second).status(0.5, corev1.ConditionTrue, "KubeletReady", 0.5).renew(every(1, 20, 2)...)
 	nb.status(31, corev1.ConditionUnknown, nodeReasonStatusUnknown, 0)
 	ran := map[string]bool{}
-	for i, hist := range []*history.History{h, preempt, spread, &nb.h} {
+	// A container's probes and a kill for one.
+	probes := prClean().history()
+	for i, hist := range []*history.History{h, preempt, spread, &nb.h, probes} {
 		for _, r := range Check(context.Background(), hist, Options{}) {
-			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker && r.Checker != NodeHealthChecker {
-				continue // the scheduler's and nodes' histories are minimal for their checkers only
+			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker && r.Checker != NodeHealthChecker && r.Checker != ProbeChecker {
+				continue // the scheduler's, nodes' and probes' histories are minimal for their checkers only
 			}
 			ran[r.Checker] = true
 			if r.Verdict != Ok {

@@ -240,6 +240,28 @@ const (
 	// LedgerPowerOff: the node lost power with the container running; it
 	// stopped at once, with no signal (a power fence, PS-14).
 	LedgerPowerOff LedgerAction = "power-off"
+	// LedgerProbe: the kubelet ran one probe of a running container and
+	// the runtime answered Result (LC-9).
+	LedgerProbe LedgerAction = "probe"
+)
+
+// The probes and their answers, as a probe entry spells them (LC-9).
+const (
+	ProbeStartup   = "startup"
+	ProbeLiveness  = "liveness"
+	ProbeReadiness = "readiness"
+
+	ProbeSuccess = "Success"
+	ProbeFailure = "Failure"
+	ProbeUnknown = "Unknown"
+)
+
+// The kill reasons of a prestop-start, term or kill entry: the kubelet
+// killed the container because this probe failed. No reason: the pod's
+// termination, an eviction or a preemption.
+const (
+	KillStartupProbe  = "StartupProbe"
+	KillLivenessProbe = "LivenessProbe"
 )
 
 // LedgerEntry is one thing a container runtime really did: the oracle that
@@ -262,6 +284,15 @@ type LedgerEntry struct {
 	// the writer's attachment (fencing) token.
 	Volume string `json:"volume,omitempty"`
 	Token  int64  `json:"token,omitempty"`
+	// Probe and Result are set on probe entries: which probe ran
+	// (ProbeStartup, ...) and what the container answered (ProbeSuccess,
+	// ...).
+	Probe  string `json:"probe,omitempty"`
+	Result string `json:"result,omitempty"`
+	// Reason is set on the prestop-start, term and kill of a container the
+	// kubelet killed for a failed probe (KillStartupProbe,
+	// KillLivenessProbe).
+	Reason string `json:"reason,omitempty"`
 	// T is set by the recorder.
 	T int64 `json:"-"`
 }

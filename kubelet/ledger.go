@@ -27,6 +27,9 @@ const (
 	// ActionPowerOff: the node lost power with the container running; the
 	// container stopped at once, with no signal (a power fence, PS-14).
 	ActionPowerOff LedgerAction = "power-off"
+	// ActionProbe: the kubelet ran one probe of a running container and
+	// the runtime answered Result (LC-9).
+	ActionProbe LedgerAction = "probe"
 )
 
 // LedgerEntry is one thing the runtime really did: the ground truth that
@@ -49,6 +52,14 @@ type LedgerEntry struct {
 	// the writer's attachment token (see ContainerConfig.Volumes).
 	Volume string `json:"volume,omitempty"`
 	Token  int64  `json:"token,omitempty"`
+	// Probe and Result are set on probe entries: which probe ran and what
+	// the container answered (LC-9).
+	Probe  ProbeKind   `json:"probe,omitempty"`
+	Result ProbeResult `json:"result,omitempty"`
+	// Reason is set on the prestop-start, term and kill of a container the
+	// kubelet kills for a failed probe (StartupProbe, LivenessProbe); it is
+	// empty when the pod's termination, an eviction or a preemption kills.
+	Reason KillReason `json:"reason,omitempty"`
 }
 
 // Ledger receives every ledger entry. It is written directly, never through

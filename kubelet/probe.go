@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pingcap/failpoint"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -68,12 +69,17 @@ func probeThreshold(n int32, def int) int {
 // returns when the next one is due.
 func (w *podWorker) runProbes(ctx context.Context, now time.Time) time.Time {
 	var next time.Time
+	// Planted bug "kubelet-probes-before-startup" (bug zoo): liveness and
+	// readiness probes run while the startup probe has not yet succeeded
+	// (breaks LC-9).
+	ignoreStartup := false
+	failpoint.InjectContext(w.k.failpoints(), "probesIgnoreStartup", func() { ignoreStartup = true })
 	for _, s := range w.ctrs {
 		if s.init || s.cur == nil || s.cur.exited() || s.killing() || !s.probes.configured {
 			continue
 		}
 		for kind, p := range containerProbes(s.spec) {
-			if kind != ProbeStartup && !s.probes.started {
+			if kind != ProbeStartup && !s.probes.started && !ignoreStartup {
 				continue // LC-9: the startup probe disables the others
 			}
 			if kind == ProbeStartup && s.probes.started {

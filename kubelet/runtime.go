@@ -131,14 +131,17 @@ type Runtime interface {
 	// Start creates and starts a container.
 	Start(ctx context.Context, cfg ContainerConfig) (ContainerID, error)
 	// Signal sends sig to the container's main process. grace is the
-	// effective grace period (seconds) the kubelet is applying, for the
-	// ledger. Signalling an exited container is not an error.
-	Signal(ctx context.Context, id ContainerID, sig Signal, grace int64) error
+	// effective grace period (seconds) the kubelet is applying and reason
+	// why it kills (empty for a pod's termination), for the ledger.
+	// Signalling an exited container is not an error.
+	Signal(ctx context.Context, id ContainerID, sig Signal, grace int64, reason KillReason) error
 	// PreStop starts the container's preStop hook and returns once it has
-	// started (and is recorded); the channel delivers the hook's result when
-	// it ends, or when ctx ends (the hook is then abandoned, never retried).
-	PreStop(ctx context.Context, id ContainerID) (<-chan error, error)
-	// Probe runs one probe of a running container.
+	// started (and is recorded, with reason as for Signal); the channel
+	// delivers the hook's result when it ends, or when ctx ends (the hook
+	// is then abandoned, never retried).
+	PreStop(ctx context.Context, id ContainerID, reason KillReason) (<-chan error, error)
+	// Probe runs one probe of a running container; the runtime records
+	// each answer it gives in the ledger.
 	Probe(ctx context.Context, id ContainerID, kind ProbeKind) (ProbeResult, error)
 	// Wait blocks until the container exited and returns its final status.
 	Wait(ctx context.Context, id ContainerID) (ContainerStatus, error)

@@ -56,11 +56,11 @@ func TestContainerLog(t *testing.T) {
 	if _, err := rt.Probe(ctx, id, ProbeLiveness); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Signal(ctx, id, SignalTerm, 30); err != nil {
+	if err := rt.Signal(ctx, id, SignalTerm, 30, ""); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(2 * time.Second)
-	if err := rt.Signal(ctx, id, SignalKill, 30); err != nil {
+	if err := rt.Signal(ctx, id, SignalKill, 30, ""); err != nil {
 		t.Fatal(err)
 	}
 	lines, _, ended, _ = rt.ContainerLog("u1", "app", false)

@@ -89,10 +89,15 @@ func (r *SimRuntime) isClosed() bool {
 }
 
 func (r *SimRuntime) record(cfg *ContainerConfig, action LedgerAction, code int, grace int64) {
-	r.ledger.Record(LedgerEntry{
-		Node: r.node, Namespace: cfg.Namespace, Pod: cfg.Pod, UID: cfg.UID, Container: cfg.Container.Name,
-		Action: action, ExitCode: code, Scaled: r.clock.Now(), Wall: time.Now(), Grace: grace,
-	})
+	r.recordEntry(cfg, LedgerEntry{Action: action, ExitCode: code, Grace: grace})
+}
+
+// recordEntry records e with the container's identity and the times filled
+// in.
+func (r *SimRuntime) recordEntry(cfg *ContainerConfig, e LedgerEntry) {
+	e.Node, e.Namespace, e.Pod, e.UID, e.Container = r.node, cfg.Namespace, cfg.Pod, cfg.UID, cfg.Container.Name
+	e.Scaled, e.Wall = r.clock.Now(), time.Now()
+	r.ledger.Record(e)
 }
 
 // Start implements Runtime. A container whose script does not parse is not
@@ -342,7 +347,7 @@ func (r *SimRuntime) get(id ContainerID) (*simContainer, error) {
 
 // Signal implements Runtime. The signal is recorded when it is delivered to a
 // running container.
-func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, grace int64) error {
+func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, grace int64, reason KillReason) error {
 	c, err := r.get(id)
 	if err != nil {
 		return err
@@ -358,7 +363,7 @@ func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, gra
 	}
 	// Recorded before delivery, so the ledger never shows an exit caused by
 	// a signal ahead of the signal itself.
-	r.record(&c.cfg, action, 0, grace)
+	r.recordEntry(&c.cfg, LedgerEntry{Action: action, Grace: grace, Reason: reason})
 	code := ExitCodeTerm
 	if sig == SignalKill {
 		code = ExitCodeKill
@@ -375,12 +380,12 @@ func (r *SimRuntime) Signal(ctx context.Context, id ContainerID, sig Signal, gra
 
 // PreStop implements Runtime: the hook takes the script's preStop time, or
 // never ends for prestop=hang, until ctx ends.
-func (r *SimRuntime) PreStop(ctx context.Context, id ContainerID) (<-chan error, error) {
+func (r *SimRuntime) PreStop(ctx context.Context, id ContainerID, reason KillReason) (<-chan error, error) {
 	c, err := r.get(id)
 	if err != nil {
 		return nil, err
 	}
-	r.record(&c.cfg, ActionPreStopStart, 0, 0)
+	r.recordEntry(&c.cfg, LedgerEntry{Action: ActionPreStopStart, Reason: reason})
 	c.log.add(r.clock.Now(), "preStop hook started")
 	var t clock.Timer
 	var hookC <-chan time.Time
@@ -420,9 +425,13 @@ func (r *SimRuntime) Probe(ctx context.Context, id ContainerID, kind ProbeKind) 
 	st := c.status
 	c.mu.Unlock()
 	if !st.Running {
+		r.recordEntry(&c.cfg, LedgerEntry{Action: ActionProbe, Probe: kind, Result: ProbeFailure})
 		return ProbeFailure, nil
 	}
 	res := c.script.probe(kind, r.clock.Since(st.StartedAt))
+	// Every answer is in the ledger: what the kubelet did with it is
+	// judged against it (LC-9).
+	r.recordEntry(&c.cfg, LedgerEntry{Action: ActionProbe, Probe: kind, Result: res})
 	c.mu.Lock()
 	last, seen := c.probes[kind]
 	if c.probes == nil {

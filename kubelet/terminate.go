@@ -181,6 +181,7 @@ func (w *podWorker) killForProbe(ctx context.Context, s *ctrState, reason KillRe
 	w.killingEvent(s, reason)
 	in := s.cur
 	in.kill = newGraceCap(tl.Grace)
+	in.killReason = reason
 	go w.k.killContainer(ctx, in, tl, in.kill)
 }
 
@@ -209,7 +210,7 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 	})
 	if tl.RunPreStop {
 		hookCtx, cancel := context.WithCancel(ctx)
-		hookDone, err := k.rt.PreStop(hookCtx, in.id)
+		hookDone, err := k.rt.PreStop(hookCtx, in.id, in.killReason)
 		// The kill begins when the hook has started, as the ledger shows it:
 		// every later deadline counts from here (GP-R).
 		tl.Start = k.clock.Now()
@@ -252,7 +253,7 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 	if in.exited() {
 		return
 	}
-	if err := k.rt.Signal(ctx, in.id, SignalTerm, tl.Grace); err != nil {
+	if err := k.rt.Signal(ctx, in.id, SignalTerm, tl.Grace, in.killReason); err != nil {
 		k.log.Warn("TERM not delivered", "container", string(in.id), "err", err)
 	}
 	// Read after the runtime recorded TERM, so no deadline is earlier than
@@ -289,7 +290,7 @@ func (k *Kubelet) killContainer(ctx context.Context, in *instance, tl *KillTimel
 		case <-timer.C():
 		}
 	}
-	if err := k.rt.Signal(ctx, in.id, SignalKill, tl.Grace); err != nil {
+	if err := k.rt.Signal(ctx, in.id, SignalKill, tl.Grace, in.killReason); err != nil {
 		k.log.Warn("KILL not delivered", "container", string(in.id), "err", err)
 	}
 	select {

@@ -48,6 +48,9 @@ type instance struct {
 	done  chan struct{}
 	final ContainerStatus
 	kill  *graceCap
+	// killReason is why kill began: a failed probe's reason, or empty for
+	// the pod's termination (the ledger records it).
+	killReason KillReason
 }
 
 func (in *instance) exited() bool {
@@ -416,7 +419,9 @@ func (w *podWorker) start(ctx context.Context, s *ctrState, now time.Time, vols 
 	s.restarts = attempt
 	s.waitMsg, s.waitReason = "", ""
 	s.cur = w.watch(id, now)
-	s.probes = newProbeState(s.spec, now)
+	// The probes' initial delays count from the container's start (LC-9),
+	// which the runtime has recorded by now: not from before it.
+	s.probes = newProbeState(s.spec, w.k.clock.Now())
 }
 
 // cleanup removes the pod's exited containers from the runtime.

@@ -275,6 +275,12 @@ func ledgerDetail(l history.LedgerEntry) string {
 	if l.Volume != "" {
 		parts = append(parts, fmt.Sprintf("volume %s token %d", l.Volume, l.Token))
 	}
+	if l.Probe != "" {
+		parts = append(parts, fmt.Sprintf("%s probe: %s", l.Probe, l.Result))
+	}
+	if l.Reason != "" {
+		parts = append(parts, "for "+l.Reason)
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -217,6 +217,9 @@ func checkEvidenceText(c *checker.Result) string {
 			if l.Container != "" {
 				fmt.Fprintf(&b, " container=%s", l.Container)
 			}
+			if d := ledgerDetail(l); d != "" {
+				b.WriteString(" (" + d + ")")
+			}
 			b.WriteString("\n")
 		}
 		for _, a := range e.API {

@@ -39,9 +39,20 @@ var _ = Describe("ledger in the history", Label("ledger"), func() {
 			kubelet.ActionWrite:        history.LedgerWrite,
 			kubelet.ActionWriteRefused: history.LedgerWriteRefused,
 			kubelet.ActionPowerOff:     history.LedgerPowerOff,
+			kubelet.ActionProbe:        history.LedgerProbe,
 		}
 		for k, h := range pairs {
 			Expect(string(h)).To(Equal(string(k)))
+		}
+		// The probes, their answers and the kill reasons are spelled alike.
+		words := map[string]string{
+			string(kubelet.ProbeStartup): history.ProbeStartup, string(kubelet.ProbeLiveness): history.ProbeLiveness,
+			string(kubelet.ProbeReadiness): history.ProbeReadiness, string(kubelet.ProbeSuccess): history.ProbeSuccess,
+			string(kubelet.ProbeFailure): history.ProbeFailure, string(kubelet.ProbeUnknown): history.ProbeUnknown,
+			string(kubelet.ReasonStartupProbe): history.KillStartupProbe, string(kubelet.ReasonLiveness): history.KillLivenessProbe,
+		}
+		for k, h := range words {
+			Expect(h).To(Equal(k))
 		}
 	})
 
@@ -52,8 +63,10 @@ var _ = Describe("ledger in the history", Label("ledger"), func() {
 		scaled := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 		wall := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		in := []kubelet.LedgerEntry{
+			{Node: "node-0", Namespace: "default", Pod: "p", UID: "u", Container: "c", Action: kubelet.ActionProbe,
+				Scaled: scaled, Wall: wall, Probe: kubelet.ProbeLiveness, Result: kubelet.ProbeFailure},
 			{Node: "node-0", Namespace: "default", Pod: "p", UID: "u", Container: "c", Action: kubelet.ActionTerm,
-				Scaled: scaled, Wall: wall, Grace: 30},
+				Scaled: scaled, Wall: wall, Grace: 30, Reason: kubelet.ReasonLiveness},
 			{Node: "node-0", Namespace: "default", Pod: "p", UID: "u", Container: "c", Action: kubelet.ActionWrite,
 				Scaled: scaled.Add(time.Second), Wall: wall.Add(time.Millisecond), Volume: "pv-0", Token: 17},
 			{Node: "node-0", Namespace: "default", Pod: "p", UID: "u", Container: "c", Action: kubelet.ActionExit,

@@ -444,6 +444,7 @@ func HistoryLedgerEntry(e kubelet.LedgerEntry) history.LedgerEntry {
 		Node: e.Node, Namespace: e.Namespace, Pod: e.Pod, UID: e.UID, Container: e.Container,
 		Action: history.LedgerAction(e.Action), ExitCode: e.ExitCode, Scaled: e.Scaled, Wall: e.Wall,
 		Grace: e.Grace, Volume: e.Volume, Token: e.Token,
+		Probe: string(e.Probe), Result: string(e.Result), Reason: string(e.Reason),
 	}
 }
 
