@@ -17,7 +17,7 @@ import (
 var PackageScenarios = map[string][]string{
 	"raftstore":       {"stale-read", "read-skips-apply-wait"},
 	"apiserver":       {"api-lengthens-grace", "node-controller-force-deletes"},
-	"kubelet":         {"kubelet-uses-spec-grace", "kubelet-restart-forgets-grace"},
+	"kubelet":         {"kubelet-uses-spec-grace", "kubelet-restart-forgets-grace", "kubelet-probes-before-startup"},
 	"scheduler":       {"scheduler-preempts-equal-priority", "scheduler-counts-other-namespaces"},
 	"controller":      {"pet-controller-replaces-early"},
 	"fencing":         {"fencing-deletes-before-fence"},

@@ -42,6 +42,19 @@ func init() {
 		Scenario: Scenario{Workload: workload.GraceReplicasName, Duration: Duration(10 * time.Second), Seed: 1},
 	})
 	registerBug(Bug{
+		Name:        "kubelet-probes-before-startup",
+		Description: "kubelets run liveness and readiness probes while the startup probe has not succeeded yet (breaks LC-9; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/kubelet/probesIgnoreStartup",
+		Guarantees:  []string{"LC-9"},
+		Checker:     checker.ProbeChecker,
+		// Only the lifecycle pods with probes: a startup probe that
+		// succeeds after 3 s, liveness and readiness behind it, a
+		// readiness probe with an initial delay, a liveness failure that
+		// kills, a startup probe that never succeeds.
+		Scenario: Scenario{Workload: "lifecycle", Duration: Duration(15 * time.Second), Seed: 3,
+			Knobs: workload.Knobs{"lifecycle": {"variants": []any{"probes", "startup-fail", "unready"}, "interval": "2s"}}},
+	})
+	registerBug(Bug{
 		Name:        "kubelet-restart-forgets-grace",
 		Description: "a restarted kubelet resumes a termination with what remained of the old deadline instead of the full grace (breaks PS-5, LC-12; needs a failpoint build)",
 		Failpoint:   "github.com/podsafe/podsafe/kubelet/restartForgetsGrace",

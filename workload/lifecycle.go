@@ -68,13 +68,15 @@ var lifecycleVariants = []lifecycleVariant{
 		p.Spec.InitContainers = []corev1.Container{simContainer("init")}
 		setScript(p.Annotations, "init", "run=1s exit=1")
 	}},
-	// LC-9, GP-1: startup holds the others off, readiness, then a liveness
-	// failure kills with the probe's own grace.
+	// LC-9, GP-1: startup holds the others off, readiness waits out its
+	// initial delay (the script would answer Success from 2 s), then a
+	// liveness failure kills with the probe's own grace.
 	{"probes", func(p *corev1.Pod, _ *rand.Rand) {
 		appPod(p, corev1.RestartPolicyAlways, "startup-after=3s ready-after=2s liveness-fail-at=20s")
 		c := &p.Spec.Containers[0]
 		c.StartupProbe = execProbe(1, 10)
 		c.ReadinessProbe = execProbe(1, 1)
+		c.ReadinessProbe.InitialDelaySeconds = 5
 		c.LivenessProbe = execProbe(2, 2)
 		c.LivenessProbe.TerminationGracePeriodSeconds = ptr.To(int64(2))
 	}},
@@ -89,6 +91,7 @@ var lifecycleVariants = []lifecycleVariant{
 	{"unready", func(p *corev1.Pod, _ *rand.Rand) {
 		appPod(p, corev1.RestartPolicyAlways, "ready-after=2s unready-at=10s")
 		p.Spec.Containers[0].ReadinessProbe = execProbe(1, 1)
+		p.Spec.Containers[0].ReadinessProbe.InitialDelaySeconds = 3
 	}},
 	// LC-8: a gate nobody sets.
 	{"readiness-gate", func(p *corev1.Pod, _ *rand.Rand) {
