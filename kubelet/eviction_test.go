@@ -139,7 +139,9 @@ func (r *stuckRuntime) Start(context.Context, ContainerConfig) (ContainerID, err
 	return "", errors.New("stuckRuntime starts nothing")
 }
 
-func (r *stuckRuntime) Signal(context.Context, ContainerID, Signal, int64, KillReason) error { return nil }
+func (r *stuckRuntime) Signal(context.Context, ContainerID, Signal, int64, KillReason) error {
+	return nil
+}
 
 func (r *stuckRuntime) PreStop(context.Context, ContainerID, KillReason) (<-chan error, error) {
 	return nil, errors.New("no hooks")
