@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +56,19 @@ func (l *ledger) starts(pod string) int {
 		}
 	}
 	return n
+}
+
+// dump formats pod's ledger entries, one per line, for a failure message.
+func (l *ledger) dump(pod string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for i, e := range l.entries {
+		if e.Pod == pod {
+			fmt.Fprintf(&b, "  #%d %s %s uid=%s %s exit=%d grace=%d\n", i, e.Wall.Format("15:04:05.000"), e.Node, e.UID, e.Action, e.ExitCode, e.Grace)
+		}
+	}
+	return b.String()
 }
 
 // startCluster starts a cluster of cfg with nodes, closed at the test's end.
@@ -110,7 +125,13 @@ func (l *ledger) writes(pod string) []kubelet.LedgerEntry {
 	return out
 }
 
+// dumpLogs prints the tail of each component's log; with
+// PODSAFE_KEEP_LOGS=dir it also copies the whole logs under dir, in a
+// directory of their own, to read after the test's directory is gone.
 func dumpLogs(t *testing.T, dir string) {
+	if keep := os.Getenv("PODSAFE_KEEP_LOGS"); keep != "" {
+		_ = os.CopyFS(filepath.Join(keep, fmt.Sprint(time.Now().UnixNano())), os.DirFS(filepath.Join(dir, "logs")))
+	}
 	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
 	for _, f := range logs {
 		b, _ := os.ReadFile(f)
@@ -159,5 +180,41 @@ func eventually(ctx context.Context, t *testing.T, what string, f func() error) 
 			t.Fatalf("%s: %v", what, err)
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// TestFencedReplacements judges hand-made ledgers of a fenced pet: the
+// ledger of a run where the taint eviction controller evicted the first
+// replacement (kubernetes#140639) holds; starts before the power-off, on
+// the fenced node, or overlapping do not.
+func TestFencedReplacements(t *testing.T) {
+	e := func(node, uid string, a kubelet.LedgerAction) kubelet.LedgerEntry {
+		return kubelet.LedgerEntry{Node: node, Pod: "pet-0", UID: uid, Action: a}
+	}
+	base := []kubelet.LedgerEntry{e("node-1", "a", kubelet.ActionStart), e("node-1", "a", kubelet.ActionPowerOff), e("node-1", "a", kubelet.ActionExit)}
+	evicted := append(slices.Clone(base), e("node-0", "b", kubelet.ActionStart), e("node-0", "b", kubelet.ActionTerm),
+		e("node-0", "b", kubelet.ActionExit), e("node-0", "c", kubelet.ActionStart))
+	for _, tc := range []struct {
+		name    string
+		entries []kubelet.LedgerEntry
+		n       int
+		bad     string
+	}{
+		{"one replacement", append(slices.Clone(base), e("node-0", "b", kubelet.ActionStart)), 1, ""},
+		{"replaced twice, one after the other", evicted, 2, ""},
+		{"no replacement", base, 0, "no start after the fence"},
+		{"a replacement before the power-off", []kubelet.LedgerEntry{e("node-1", "a", kubelet.ActionStart), e("node-0", "b", kubelet.ActionStart)}, 1, "want every replacement on node-0 after the power-off"},
+		{"a replacement on the fenced node", append(slices.Clone(base), e("node-1", "b", kubelet.ActionStart)), 1, "start #2 on node-1"},
+		{"two replacements at once", append(slices.Clone(base), e("node-0", "b", kubelet.ActionStart), e("node-0", "c", kubelet.ActionStart)), 2, "UID c started on node-0 while UID b still ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, problems := fencedReplacements(tc.entries, "pet-0", 1)
+			if n != tc.n {
+				t.Errorf("%d starts after the fence, want %d", n, tc.n)
+			}
+			if tc.bad == "" && len(problems) > 0 || tc.bad != "" && (len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), tc.bad)) {
+				t.Errorf("problems %q, want one mentioning %q", problems, tc.bad)
+			}
+		})
 	}
 }

@@ -396,28 +396,17 @@ func TestKubeTarget(t *testing.T) {
 			return nil
 		})
 		waitReadyReplicas(ctx, t, cs, 2)
-		// The ledger: the old container died with the power, before the
-		// new one started.
-		l.mu.Lock()
-		off, restarted := -1, -1
-		for i, e := range l.entries {
-			if e.Pod != victim {
-				continue
-			}
-			switch {
-			case e.Action == kubelet.ActionPowerOff && e.Node == "node-1" && off < 0:
-				off = i
-			case e.Action == kubelet.ActionStart && e.Node == "node-0" && restarted < 0:
-				restarted = i
-			}
-		}
-		l.mu.Unlock()
-		if off < 0 || restarted < off {
-			t.Errorf("ledger of %s: power-off at %d, start on node-0 at %d; want the power-off first", victim, off, restarted)
-		}
-		if n := l.starts(victim); n != startsBefore+1 {
-			t.Errorf("%s started %d times after the fence, want %d", victim, n, startsBefore+1)
-		}
+		// The ledger: the old container died with the power before any
+		// replacement started, and the replacements ran on node-0 one after
+		// another. Usually there is one; the real kube-controller-manager
+		// may replace it once more: its taint eviction controller, set off
+		// by the fence's NoExecute taint on node-1, re-reads the evicted
+		// pod by name when its first attempt fails and deletes whichever
+		// pod has the name by then, the replacement on node-0 too
+		// (kubernetes#140639; podsafe's node-health checker judges that
+		// eviction Illegal in a run). podsafe's fencing controller deletes
+		// only the UIDs on the fenced node.
+		checkFencedReplacements(t, l, victim, startsBefore)
 		if err := heal(); err != nil {
 			t.Fatal(err)
 		}
@@ -504,4 +493,61 @@ func procState(pid int) string {
 		return ""
 	}
 	return s[i+2 : i+3]
+}
+
+// checkFencedReplacements checks the ledger of pet victim after node-1 was
+// powered off (see fencedReplacements).
+func checkFencedReplacements(t *testing.T, l *ledger, victim string, startsBefore int) {
+	t.Helper()
+	l.mu.Lock()
+	entries := slices.Clone(l.entries)
+	l.mu.Unlock()
+	n, problems := fencedReplacements(entries, victim, startsBefore)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if n > 1 {
+		t.Logf("%s was replaced %d times after the fence (the taint eviction controller's eviction by name, kubernetes#140639)", victim, n)
+	}
+	if t.Failed() {
+		t.Logf("ledger of %s:\n%s", victim, l.dump(victim))
+	}
+}
+
+// fencedReplacements judges the ledger of pet victim after node-1 was
+// powered off with it running: the old container died with the power, and
+// every start since the first startsBefore (at least one) was on node-0
+// after that, each UID after the one before had exited, never two at once.
+// It returns how many starts came after the fence and what is wrong.
+func fencedReplacements(entries []kubelet.LedgerEntry, victim string, startsBefore int) (int, []string) {
+	var problems []string
+	off, starts := false, 0
+	running := map[string]bool{}
+	for _, e := range entries {
+		if e.Pod != victim {
+			continue
+		}
+		switch e.Action {
+		case kubelet.ActionPowerOff:
+			off = off || e.Node == "node-1"
+			delete(running, e.UID)
+		case kubelet.ActionExit:
+			delete(running, e.UID)
+		case kubelet.ActionStart:
+			starts++
+			if starts > startsBefore {
+				if !off || e.Node != "node-0" {
+					problems = append(problems, fmt.Sprintf("%s: start #%d on %s, node-1 powered off before it: %v; want every replacement on node-0 after the power-off", victim, starts, e.Node, off))
+				}
+				for uid := range running {
+					problems = append(problems, fmt.Sprintf("%s: UID %s started on %s while UID %s still ran", victim, e.UID, e.Node, uid))
+				}
+			}
+			running[e.UID] = true
+		}
+	}
+	if starts <= startsBefore {
+		problems = append(problems, fmt.Sprintf("%s: no start after the fence", victim))
+	}
+	return starts - startsBefore, problems
 }
