@@ -92,17 +92,20 @@ type prContainer map[string]*prProbe
 // prPodSpec decodes the probes of a pod object's containers.
 type prPodSpec struct {
 	Spec struct {
-		Containers []struct {
-			Name           string   `json:"name"`
-			StartupProbe   *prProbe `json:"startupProbe"`
-			LivenessProbe  *prProbe `json:"livenessProbe"`
-			ReadinessProbe *prProbe `json:"readinessProbe"`
-		} `json:"containers"`
+		InitContainers []prSpecContainer `json:"initContainers"`
+		Containers     []prSpecContainer `json:"containers"`
 	} `json:"spec"`
 }
 
-// prSpecs returns, per UID, the probes of each app container of the pod as
-// first recorded (a pod's probes never change), for the UIDs asked for;
+type prSpecContainer struct {
+	Name           string   `json:"name"`
+	StartupProbe   *prProbe `json:"startupProbe"`
+	LivenessProbe  *prProbe `json:"livenessProbe"`
+	ReadinessProbe *prProbe `json:"readinessProbe"`
+}
+
+// prSpecs returns, per UID, the probes of each container of the pod (a
+// sidecar's too) as first recorded (a pod's probes never change), for the UIDs asked for;
 // a UID whose pod the store lines do not hold, or whose object does not
 // decode, is missing.
 func prSpecs(pi *podIndex, uids map[string]bool) map[string]map[string]prContainer {
@@ -117,7 +120,7 @@ func prSpecs(pi *podIndex, uids map[string]bool) map[string]map[string]prContain
 			continue
 		}
 		ctrs := map[string]prContainer{}
-		for _, c := range ps.Spec.Containers {
+		for _, c := range append(ps.Spec.InitContainers, ps.Spec.Containers...) {
 			pc := prContainer{}
 			for kind, p := range map[string]*prProbe{history.ProbeStartup: c.StartupProbe,
 				history.ProbeLiveness: c.LivenessProbe, history.ProbeReadiness: c.ReadinessProbe} {
