@@ -200,6 +200,7 @@ var judged = []judgedBy{
 	{id: "LC-6", run: "lifecycle", what: "restarts wait out the exponential back-off"},
 	{id: "LC-7", run: "lifecycle", what: "pod conditions are coherent"},
 	{id: "LC-8", run: "lifecycle", what: "Ready needs every readiness gate"},
+	{id: "LC-9", run: "lifecycle", what: "probes run as their spec says, after the startup probe; failing ones kill; ready only after readiness succeeded"},
 	{id: "LC-10", run: "lifecycle", what: "init containers run one after another, to success, before the app"},
 	{id: "LC-11", run: "pets", what: "graceful deletion: preStop, TERM, KILL only when the grace expires"},
 	{id: "LC-12", run: "pets", what: "a restarted kubelet gives a terminating pod its full grace again"},
