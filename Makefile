@@ -232,7 +232,7 @@ define repro_on
 	  if [ $$rc -ne 0 ] && [ $$rc -ne 1 ]; then echo "$(1) on $$v: exit $$rc"; exit $$rc; fi; \
 	done
 endef
-REPRO_ISSUES := 59848 138698 139992 128307 129136
+REPRO_ISSUES := 59848 138698 139992 141568 128307 129136
 .PHONY: test-kube-issues $(addprefix test-kube-issue,$(REPRO_ISSUES))
 test-kube-issue59848: build ## kubernetes#59848 (RV=0 initial list from a lagging API server) on each of REPRO_VERSIONS, with the kubelet's list and watch-list
 	$(call repro_on,kubernetes-59848,$(REPRO_VERSIONS),--kubelet-pod-list list)
@@ -244,6 +244,9 @@ test-kube-issue138698: build ## kubernetes#138698 (node controller marks heart-b
 
 test-kube-issue139992: build ## kubernetes#139992 (taint eviction from a stale node cache) on each of REPRO_VERSIONS
 	$(call repro_on,kubernetes-139992,$(REPRO_VERSIONS))
+
+test-kube-issue141568: build ## kubernetes#141568 (taint eviction deletes a same-named replacement pod on another node) on each of REPRO_VERSIONS
+	$(call repro_on,kubernetes-141568,$(REPRO_VERSIONS))
 
 test-kube-issue128307: build ## kubernetes#128307 (preemption's node choice by highest victim priority) on each of REPRO_VERSIONS
 	$(call repro_on,kubernetes-128307,$(REPRO_VERSIONS))

@@ -326,7 +326,7 @@ func checkNodeHealth(ctx context.Context, v *view, opts Options) Result {
 		res.Evidence = illegal
 		what := "declared a heart-beating node's health unknown"
 		if len(illegal) == len(tIllegal) {
-			what = "evicted a pod for a taint its node no longer had"
+			what = "evicted a pod for a taint its node did not have then"
 		}
 		return res.finish(Illegal, fmt.Sprintf("the node controller %s: %s", what, illegal[0].Description))
 	}

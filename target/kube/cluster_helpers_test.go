@@ -185,7 +185,7 @@ func eventually(ctx context.Context, t *testing.T, what string, f func() error) 
 
 // TestFencedReplacements judges hand-made ledgers of a fenced pet: the
 // ledger of a run where the taint eviction controller evicted the first
-// replacement (kubernetes#140639) holds; starts before the power-off, on
+// replacement (repro/kubernetes-141568.yaml) holds; starts before the power-off, on
 // the fenced node, or overlapping do not.
 func TestFencedReplacements(t *testing.T) {
 	e := func(node, uid string, a kubelet.LedgerAction) kubelet.LedgerEntry {

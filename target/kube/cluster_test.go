@@ -403,7 +403,7 @@ func TestKubeTarget(t *testing.T) {
 		// by the fence's NoExecute taint on node-1, re-reads the evicted
 		// pod by name when its first attempt fails and deletes whichever
 		// pod has the name by then, the replacement on node-0 too
-		// (kubernetes#140639; podsafe's node-health checker judges that
+		// (repro/kubernetes-141568.yaml; podsafe's node-health checker judges that
 		// eviction Illegal in a run). podsafe's fencing controller deletes
 		// only the UIDs on the fenced node.
 		checkFencedReplacements(t, l, victim, startsBefore)
@@ -507,7 +507,7 @@ func checkFencedReplacements(t *testing.T, l *ledger, victim string, startsBefor
 		t.Error(p)
 	}
 	if n > 1 {
-		t.Logf("%s was replaced %d times after the fence (the taint eviction controller's eviction by name, kubernetes#140639)", victim, n)
+		t.Logf("%s was replaced %d times after the fence (the taint eviction controller's eviction by name, repro/kubernetes-141568.yaml)", victim, n)
 	}
 	if t.Failed() {
 		t.Logf("ledger of %s:\n%s", victim, l.dump(victim))
