@@ -138,7 +138,10 @@ func inFailpointMarker(f *ast.File, pos token.Pos) bool {
 			return n == nil || (pos >= n.Pos() && pos < n.End())
 		}
 		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if x, isIdent := sel.X.(*ast.Ident); !ok || !isIdent || x.Name != "failpoint" || !strings.HasPrefix(sel.Sel.Name, "Inject") {
+		if !ok {
+			return true // a call of a plain function or a function value
+		}
+		if x, isIdent := sel.X.(*ast.Ident); !isIdent || x.Name != "failpoint" || !strings.HasPrefix(sel.Sel.Name, "Inject") {
 			return true
 		}
 		for _, a := range call.Args {

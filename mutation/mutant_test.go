@@ -241,8 +241,9 @@ func TestLocateMarker(t *testing.T) {
 		line, col int
 		want      bool
 	}{
-		{14, 8, true},  // d > 0, inside the marker's function
-		{18, 7, false}, // d > spec, after it
+		{14, 8, true},   // d > 0, inside the marker's function
+		{18, 7, false},  // d > spec, after it
+		{21, 16, false}, // d > 1, in the arguments of a plain function's call
 	} {
 		m := Mutant{Package: "marker", File: "marker/marker.go", Line: c.line, Column: c.col, Mutator: ConditionalsNegation}
 		if err := m.Locate("testdata"); err != nil {
