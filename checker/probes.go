@@ -135,6 +135,16 @@ func prSpecs(pi *podIndex, uids map[string]bool) map[string]map[string]prContain
 	return out
 }
 
+// prWhat names one container run in a violation's description.
+type prWhat struct {
+	r   run
+	uid string
+}
+
+func (w prWhat) String() string {
+	return fmt.Sprintf("container %q of pod %s (UID %s) on %s", w.r.container, w.r.pod, w.uid, w.r.node)
+}
+
 // prKey is one container of one pod instance (uidKey, container name).
 type prKey struct{ uid, container string }
 
@@ -234,7 +244,8 @@ func checkProbes(ctx context.Context, v *view, opts Options) Result {
 		tripped := map[string]int{}
 		for _, i := range acts[ri] {
 			e := &ledger[i]
-			what := fmt.Sprintf("container %q of pod %s (UID %s) on %s", r.container, r.pod, e.UID, r.node)
+			// what names the container in a violation; built only for one.
+			what := prWhat{r, e.UID}
 			if e.Action != history.LedgerProbe {
 				if e.Reason == "" {
 					continue
