@@ -3,11 +3,13 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/podsafe/podsafe/raftstore"
 )
 
 // podConfig is an apply configuration of pod "web" with labels and one
@@ -307,5 +311,51 @@ func TestApplyAuthority(t *testing.T) {
 	}
 	if owned := ownedBy(got.ManagedFields, "kubelet", metav1.ManagedFieldsOperationApply); !strings.Contains(owned, `"f:message"`) {
 		t.Errorf("the kubelet's status apply owns %s", owned)
+	}
+}
+
+// phantomStore hides one key from reads while a create of it finds it there:
+// an object another writer keeps deleting and creating again, as an apply
+// that meets it sees, for ever.
+type phantomStore struct {
+	Store
+	name    string
+	creates atomic.Int32
+}
+
+func (s *phantomStore) Get(ctx context.Context, key raftstore.Key) (raftstore.Object, error) {
+	if key.Name == s.name {
+		return raftstore.Object{}, raftstore.ErrNotFound
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *phantomStore) Create(ctx context.Context, key raftstore.Key, data []byte) (raftstore.Object, error) {
+	if key.Name != s.name {
+		return s.Store.Create(ctx, key, data)
+	}
+	if s.creates.Add(1) > 100 {
+		return raftstore.Object{}, errors.New("phantom store: the apply did not give up")
+	}
+	return raftstore.Object{}, raftstore.ErrExists
+}
+
+// An apply that keeps finding its object gone on update and there on create
+// gives up after MaxConflictRetries creates with the update's 404, rather
+// than going round for ever.
+func TestApplyRetriesBounded(t *testing.T) {
+	cluster := raftstore.OpenTestCluster(t, 1)
+	st := &phantomStore{name: "web"}
+	e := newTestEnvOn(t, cluster.Stores[0], func(c *Config) {
+		st.Store, c.Store = c.Store, st
+		c.MaxConflictRetries = 3
+	})
+	ctx := testCtx(t)
+	_, err := e.client(IdentityAdmin).CoreV1().Pods("default").Apply(ctx, podConfig("nginx", nil), metav1.ApplyOptions{FieldManager: "alice"})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("apply of an object that is never there to update: %v, want 404", err)
+	}
+	if n := st.creates.Load(); n != 3 {
+		t.Errorf("%d creates tried, want MaxConflictRetries = 3", n)
 	}
 }
