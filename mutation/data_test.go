@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsafe/podsafe/specs"
 )
 
 func TestSample(t *testing.T) {
@@ -214,6 +216,19 @@ func TestScenarios(t *testing.T) {
 			if s.Topology.Members == 0 || s.Duration == 0 || s.TimeScale == 0 {
 				t.Errorf("%s: scenario %s is not defaulted: %+v", pkg, b, s)
 			}
+		}
+	}
+	// A conformance run is the suite's own scenario, seed and shape.
+	s, err := Scenario("conformance-store")
+	if err != nil || s.Name != "mutation-conformance-store" || s.Workload != "register" || s.Seed != specs.ConformanceRuns["store"].Seed || s.WatchWindow == 0 {
+		t.Errorf("Scenario(conformance-store) = %+v, %v", s, err)
+	}
+	for _, c := range []struct{ name, want string }{
+		{"conformance-nope", `no conformance run "nope"`},
+		{"no-such-bug", `"no-such-bug" is neither a bug of the zoo nor conformance-<a conformance run>`},
+	} {
+		if _, err := Scenario(c.name); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Scenario(%s) = %v, want an error saying %s", c.name, err, c.want)
 		}
 	}
 	for _, c := range []struct{ in, want string }{

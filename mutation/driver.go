@@ -2,10 +2,10 @@
 // system under test: it enumerates mutants of the system-under-test
 // packages with gremlins (a dry run), applies a deterministic sample of
 // them one at a time through the go command's -overlay (the tree is never
-// written), runs the package's unit tests and the bug zoo's scenarios for
-// the package over a podsafe built with the mutant, and records which
-// mutants a checker caught, which only the unit tests or a crash noticed,
-// and which survived — per package and per guarantee (mutation.json,
+// written), runs the package's unit tests, then the bug zoo's scenarios and
+// the conformance suite's runs for the package over a podsafe built with
+// the mutant, and records which mutants a checker caught, which only the
+// unit tests or a crash noticed, and which survived — per package and per guarantee (mutation.json,
 // mutation.md).
 package mutation
 

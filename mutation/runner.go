@@ -263,10 +263,10 @@ func compilerComplaint(out string, err error) string {
 	return err.Error()
 }
 
-// scenarioNames are the scenario names of the zoo bugs.
-func scenarioNames(bugs []string) []string {
-	out := make([]string, len(bugs))
-	for i, b := range bugs {
+// scenarioNames are the names of the runs PackageScenarios entries make.
+func scenarioNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, b := range names {
 		out[i] = "mutation-" + b
 	}
 	return out

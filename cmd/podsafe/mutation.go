@@ -40,7 +40,8 @@ func newMutationCmd() *cobra.Command {
 (a dry run of the pinned release), draws --per-package of each package's
 mutants with --seed, and for each: applies it through the go command's -overlay
 (the tree is never written), runs the package's unit tests, builds podsafe with
-it and runs the bug zoo's scenarios for the package (with no bug planted).
+it and runs the package's runs: the bug zoo's scenarios for the package (with
+no bug planted), then the conformance suite's runs of its guarantees.
 A run that says Illegal kills the mutant and names the guarantees it broke; a
 run that crashes, times out or cannot be judged kills it "by crash". Equivalent
 mutants (mutation/equivalent.yaml) are listed apart; survivors count against the
