@@ -82,6 +82,10 @@ func WriteMarkdown(w io.Writer, res *report.MutationResults) error {
 		tot.Survived += p.Survived
 	}
 	writeRow(&b, "**total**", tot, "")
+	if v, killed, byChecker := MappedRates(res); v > 0 {
+		fmt.Fprintf(&b, "\nOf these, in code that implements a guarantee (mapped in mutation/guarantees.yaml, or found breaking one by a run): %d viable, kill rate %s, checker kill rate %s.\n",
+			v, pct(killed, v), pct(byChecker, v))
+	}
 	var secs float64
 	runs := 0
 	for _, m := range res.Mutants {
@@ -192,4 +196,29 @@ func Rates(res *report.MutationResults) (kill, checker float64) {
 		return 100, 100
 	}
 	return 100 * float64(viable-survived) / float64(viable), 100 * float64(byChecker) / float64(viable)
+}
+
+// MappedRates counts the viable sampled mutants that count against a
+// guarantee (their code is mapped to one, or a run found one broken): how
+// many, how many anything killed, and how many a checker killed over a run.
+// Code that implements no guarantee (tables, OpenAPI, decoding) can only be
+// judged by unit tests; these are the mutants a run could catch.
+func MappedRates(res *report.MutationResults) (viable, killed, byChecker int) {
+	for _, m := range res.Mutants {
+		switch m.Status {
+		case report.MutantEquivalent, report.MutantNotViable, report.MutantNotRun:
+			continue
+		}
+		if len(m.Guarantees) == 0 {
+			continue
+		}
+		viable++
+		if m.Killed() {
+			killed++
+		}
+		if m.Status == report.MutantKilledByChecker {
+			byChecker++
+		}
+	}
+	return viable, killed, byChecker
 }

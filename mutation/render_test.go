@@ -85,10 +85,18 @@ func TestWriteMarkdown(t *testing.T) {
 		"| STORE-LIN | 1 | 0 | 0 | 0% |",
 		"- `raftstore/ops.go:7:7` Store.read CONDITIONALS_BOUNDARY `if n >= 0 {` — n is never 0",
 		"5 mutants in 280 s (56 s each on average)",
+		"in code that implements a guarantee (mapped in mutation/guarantees.yaml, or found breaking one by a run): 4 viable, kill rate 75%, checker kill rate 25%.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("mutation.md lacks %q:\n%s", want, md)
 		}
+	}
+	// A mutant of code that implements no guarantee leaves the mapped
+	// rates alone.
+	res := sampleResults()
+	res.Mutants = append(res.Mutants, report.MutantResult{ID: "t", File: "apiserver/table.go", Status: report.MutantSurvived})
+	if v, k, c := MappedRates(res); v != 4 || k != 3 || c != 1 {
+		t.Errorf("MappedRates = %d, %d, %d; want 4, 3, 1", v, k, c)
 	}
 	kill, checker := Rates(sampleResults())
 	if kill != 75 || checker != 25 {
