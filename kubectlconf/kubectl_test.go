@@ -286,6 +286,7 @@ spec:
 	deploymentSteps(t, e)
 	gcSteps(t, e)
 	eventsSteps(t, e)
+	policySteps(t, e)
 }
 
 // embeddedOnly are the steps only the embedded cluster serves as asserted:
@@ -294,6 +295,8 @@ spec:
 func embeddedOnly(t *testing.T, e *env) {
 	contains(t, "logs", e.must("logs", "web"), "podsafe simulated container web of pod default/web started (attempt 0)")
 	e.refused("simulated containers run no processes", "exec", "web", "--", "ls")
+	e.refused("simulated containers run no processes", "attach", "web")
+	e.refused("simulated containers run no processes", "port-forward", "pod/web", "18080:80")
 
 	// A patch that does not apply names the object, the field and the op
 	// (kube-apiserver says The  "" is invalid).
