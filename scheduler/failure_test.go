@@ -231,3 +231,26 @@ func TestHandleScheduleError(t *testing.T) {
 		})
 	}
 }
+
+// TestClearLowerNominationsKeepsHigher: a pod taking a node voids only the
+// nominations of strictly lower-priority pods there, never its own nor
+// those of pods of equal or higher priority.
+func TestClearLowerNominationsKeepsHigher(t *testing.T) {
+	pod := st.MakePod().Name("p").UID("u1").Priority(10).Obj()
+	s, _ := newFailureScheduler(t, pod, nil)
+	lower := st.MakePod().Name("lower").UID("lower").Priority(9).Obj()
+	equal := st.MakePod().Name("equal").UID("equal").Priority(10).Obj()
+	higher := st.MakePod().Name("higher").UID("higher").Priority(11).Obj()
+	for _, p := range []*corev1.Pod{pod, lower, equal, higher} {
+		s.nominator.Set(p, "n1")
+	}
+	s.clearLowerNominations(context.Background(), pod, "n1")
+	got := map[string]string{}
+	for _, p := range []*corev1.Pod{pod, lower, equal, higher} {
+		got[p.Name] = s.nominator.NodeOf(p.UID)
+	}
+	want := map[string]string{"p": "n1", "lower": "", "equal": "n1", "higher": "n1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nominations (-want +got):\n%s", diff)
+	}
+}

@@ -116,3 +116,20 @@ func TestQueueAddUnschedulableIfNotPresent(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueRequeueOnlyInFlight: Requeue backs off only a popped pod; a pod
+// the queue does not know is ignored and a queued one keeps its place.
+func TestQueueRequeueOnlyInFlight(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := NewQueue(clk, time.Second, 10*time.Second)
+	q.Requeue("unknown")
+	if n := q.Len(); n != 0 {
+		t.Fatalf("queue length %d after requeueing an unknown pod, want 0", n)
+	}
+	q.AddOrUpdate(st.MakePod().Name("p").Obj())
+	q.Requeue("p")
+	qp := q.pods["p"]
+	if qp.where != inActive || qp.Attempts != 0 || q.backoff != 0 {
+		t.Errorf("queued pod after Requeue: where %v, attempts %d, backoff count %d; want active, 0, 0", qp.where, qp.Attempts, q.backoff)
+	}
+}

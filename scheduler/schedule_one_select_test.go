@@ -1,9 +1,14 @@
 package scheduler
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podsafe/podsafe/scheduler/framework"
+	"github.com/podsafe/podsafe/scheduler/st"
 )
 
 // Equal best scores share the load: each of three tied nodes is picked about
@@ -29,5 +34,27 @@ func TestSelectBestBreaksTiesUniformly(t *testing.T) {
 	}
 	if got := selectBest([]framework.NodeScore{{Name: "x", Score: 1}, {Name: "y", Score: 2}}, intn); got != 1 {
 		t.Errorf("selectBest picked %d, want the strictly best 1", got)
+	}
+}
+
+// TestScheduleNextStartAdvances: on a cluster large enough that only part
+// of the nodes is searched, the next cycle starts after the last node
+// evaluated, wrapping around the node list.
+func TestScheduleNextStartAdvances(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 200 {
+		nodes = append(nodes, st.MakeNode().Name(fmt.Sprintf("node-%03d", i)).Capacity("8", "32Gi", "110").Obj())
+	}
+	fw := newTestFramework(t, Config{}, nodes, nil)
+	a := &algorithm{fw: fw, percentage: 50}
+	for i, want := range []int{100, 0, 100} {
+		pod := st.MakePod().Name(fmt.Sprintf("p-%d", i)).Req("100m", "").Obj()
+		res, err := a.schedule(context.Background(), framework.NewCycleState(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.EvaluatedNodes != 100 || a.nextStart != want {
+			t.Fatalf("cycle %d: evaluated %d nodes, next start %d; want 100, %d", i, res.EvaluatedNodes, a.nextStart, want)
+		}
 	}
 }
