@@ -315,3 +315,19 @@ func TestHashCollision(t *testing.T) {
 		t.Errorf("sets %v, want %s among them", names, want)
 	}
 }
+
+// TestRollingUpdateScalesDownUnavailableOldPods: with the new set at its
+// surge, an old set whose pods are not available is scaled down by them
+// first, within what maxUnavailable allows (cleanupUnhealthy).
+func TestRollingUpdateScalesDownUnavailableOldPods(t *testing.T) {
+	e := newDepEnv(t, makeDeployment(4, "nginx", 1, 1))
+	e.mustSync()
+	e.replicate() // four pods, none ready
+	e.update(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" })
+	// The new set is made at its surge, 1; 5 - (4 - 1) - 1 unavailable new
+	// pod leaves room for one unavailable old pod to go.
+	e.mustSync()
+	if got := e.setSizes(); got != "1=3 2=1" {
+		t.Errorf("after one sync: sets %q, want 1=3 2=1", got)
+	}
+}

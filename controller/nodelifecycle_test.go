@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -76,5 +80,68 @@ func TestConfigValidate(t *testing.T) {
 		if err != nil {
 			t.Errorf("defaults do not validate: %v", err)
 		}
+	}
+}
+
+// TestPodChangedQueuesItsNode: a pod event queues the pod's node, so that a
+// pod landing on a node already down is considered; an unscheduled pod
+// queues nothing.
+func TestPodChangedQueuesItsNode(t *testing.T) {
+	nl, err := NewNodeLifecycle(NodeLifecycleConfig{Client: fake.NewClientset(), Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl.podChanged(makePod("pending").obj())
+	if n := nl.queue.q.Len(); n != 0 {
+		t.Fatalf("an unscheduled pod queued %d keys, want none", n)
+	}
+	nl.podChanged(makePod("p").node("n1").obj())
+	if n := nl.queue.q.Len(); n != 1 {
+		t.Fatalf("a pod on n1 queued %d keys, want 1", n)
+	}
+	if key, _ := nl.queue.q.Get(); key != "n1" {
+		t.Errorf("queued %q, want n1", key)
+	}
+}
+
+// TestSyncNodeGraceBoundary: as in Kubernetes' node lifecycle controller,
+// which marks a node down only once now is After(probe + grace), a lease
+// exactly the grace period old still counts as fresh; one nanosecond more
+// and the node is marked Ready=Unknown and tainted unreachable.
+func TestSyncNodeGraceBoundary(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	node := makeNode("n1", true)
+	cs := fake.NewClientset(node)
+	nl, err := NewNodeLifecycle(NodeLifecycleConfig{Client: cs, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nl.factory.Core().V1().Nodes().Informer().GetIndexer().Add(node); err != nil {
+		t.Fatal(err)
+	}
+	nl.leaseChanged(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: NodeLeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: clk.Now()}}})
+	state := func() (corev1.ConditionStatus, bool) {
+		t.Helper()
+		n, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nodeCondition(n, corev1.NodeReady).Status, unreachableTaint(n) != nil
+	}
+	clk.Step(DefaultNodeMonitorGracePeriod)
+	if err := nl.syncNode(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if ready, tainted := state(); ready != corev1.ConditionTrue || tainted {
+		t.Fatalf("lease exactly the grace period old: Ready=%s, tainted %v; want Ready=True, untainted", ready, tainted)
+	}
+	clk.Step(time.Nanosecond)
+	if err := nl.syncNode(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if ready, tainted := state(); ready != corev1.ConditionUnknown || !tainted {
+		t.Errorf("lease older than the grace period: Ready=%s, tainted %v; want Ready=Unknown, tainted", ready, tainted)
 	}
 }

@@ -170,3 +170,25 @@ func TestRollingUpdate(t *testing.T) {
 		t.Errorf("OnDelete rolled %v", got)
 	}
 }
+
+// TestPetStatusSkipsOnlyTerminatingPets: a terminating pet counts in
+// Replicas but not as ready or updated, and every other pet still counts
+// whatever the map's iteration order (so petStatus runs many times).
+func TestPetStatusSkipsOnlyTerminatingPets(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: 1}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](8),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "v1"}}}}}}
+	pets := map[int]*corev1.Pod{}
+	for i := range 8 {
+		p := newPet(set, i)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pets[i] = p
+	}
+	pets[3].DeletionTimestamp = &metav1.Time{}
+	for range 200 {
+		st := petStatus(set, pets)
+		if st.Replicas != 8 || st.ReadyReplicas != 7 || st.AvailableReplicas != 7 || st.UpdatedReplicas != 7 {
+			t.Fatalf("status %+v; want 8 replicas, 7 ready, available and updated", st)
+		}
+	}
+}
