@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -109,5 +110,89 @@ func TestContainerLogBounded(t *testing.T) {
 		default:
 			t.Error("an ended log's channel is open")
 		}
+	}
+}
+
+// The log shown is the highest attempt's, even when an instance of a lower
+// attempt started after it.
+func TestContainerLogHighestAttempt(t *testing.T) {
+	rt := NewSimRuntime("node-1", clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
+	defer rt.Close()
+	ctx := context.Background()
+	cfg := ContainerConfig{Namespace: "ns", Pod: "web", UID: "u1", Container: corev1.Container{Name: "app"}, Attempt: 1}
+	if _, err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Attempt = 0
+	if _, err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The choice must not hang on the order the runtime's map yields its
+	// containers in: ask often enough to see every order.
+	for range 100 {
+		lines, _, _, err := rt.ContainerLog("u1", "app", false)
+		if err != nil || len(lines) != 1 || !strings.Contains(lines[0].Text, "(attempt 1)") {
+			t.Fatalf("log %q, %v; want the instance of attempt 1", texts(lines), err)
+		}
+	}
+}
+
+// tickerClock is a fake clock that says when a ticker was made on it.
+type tickerClock struct {
+	*clocktesting.FakeClock
+	made chan struct{}
+}
+
+func (c *tickerClock) NewTicker(d time.Duration) clock.Ticker {
+	tk := c.FakeClock.NewTicker(d)
+	c.made <- struct{}{}
+	return tk
+}
+
+// scriptedStorage hands each write to the test and answers write n (from 1)
+// with errs[n-1].
+type scriptedStorage struct {
+	writes chan StorageWrite
+	errs   []error
+}
+
+func (s *scriptedStorage) Write(_ context.Context, w StorageWrite) error {
+	s.writes <- w
+	return s.errs[w.Seq-1]
+}
+
+// A write the storage refused is in the container's log; an accepted one is
+// not.
+func TestContainerLogWriteFailures(t *testing.T) {
+	clk := &tickerClock{FakeClock: clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), made: make(chan struct{}, 1)}
+	rt := NewSimRuntime("node-1", clk, nil)
+	defer rt.Close()
+	st := &scriptedStorage{writes: make(chan StorageWrite), errs: []error{nil, errors.New("boom")}}
+	rt.SetStorage(st)
+	cfg := ContainerConfig{Namespace: "ns", Pod: "db-0", UID: "u1", Container: corev1.Container{Name: "app"},
+		Annotations: map[string]string{ScriptAnnotationPrefix + "app": "write=1s"},
+		Volumes:     []AttachedVolume{{Volume: "vol-a", Token: 3}}}
+	if _, err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	<-clk.made
+	for seq := int64(1); seq <= 2; seq++ {
+		clk.Step(time.Second)
+		if w := <-st.writes; w.Seq != seq || w.Volume != "vol-a" || w.Token != 3 {
+			t.Fatalf("write %+v, want seq %d to vol-a with token 3", w, seq)
+		}
+	}
+	for {
+		lines, more, _, err := rt.ContainerLog("u1", "app", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := texts(lines); strings.Contains(strings.Join(got, "\n"), "write 2 ") {
+			if want := []string{"write 2 to volume vol-a failed: boom"}; strings.Join(got[1:], "|") != strings.Join(want, "|") {
+				t.Errorf("log after the start line %q, want %q", got[1:], want)
+			}
+			return
+		}
+		<-more
 	}
 }
