@@ -147,3 +147,28 @@ func TestServiceHTTP(t *testing.T) {
 
 // ptrPort is an integer target port.
 func ptrPort(n int32) intstr.IntOrString { return intstr.FromInt32(n) }
+
+// TestValidateServiceClientIPTimeout: ClientIP affinity needs a timeout,
+// accepts one within a day and refuses one beyond.
+func TestValidateServiceClientIPTimeout(t *testing.T) {
+	tp := "spec.sessionAffinityConfig.clientIP.timeoutSeconds"
+	for _, tc := range []struct {
+		name    string
+		timeout *int32
+		want    []fieldErr
+	}{
+		{"a day", ptr.To[int32](86400), nil},
+		{"missing", nil, []fieldErr{{"FieldValueRequired", tp, ""}}},
+		{"over a day", ptr.To[int32](86401), []fieldErr{{"FieldValueInvalid", tp, "must be greater than 0 and less than 86400"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"},
+				Spec: corev1.ServiceSpec{SessionAffinity: corev1.ServiceAffinityClientIP, Ports: []corev1.ServicePort{{Port: 80}}}}
+			applyDefaults(svc)
+			svc.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = tc.timeout
+			if d := cmp.Diff(tc.want, fieldErrs(validateService(svc))); d != "" {
+				t.Errorf("(-want +got)\n%s", d)
+			}
+		})
+	}
+}

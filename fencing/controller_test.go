@@ -297,3 +297,40 @@ func TestRecordRestored(t *testing.T) {
 		t.Errorf("%d agent calls, want the 2 of the one fence", got)
 	}
 }
+
+// TestCacheClear: a node is clear only when the caches hold neither a pod
+// bound to it nor an attachment to it; other nodes' pods and attachments do
+// not count.
+func TestCacheClear(t *testing.T) {
+	ctl, err := New(Config{Client: fake.NewClientset(), Clock: clocktesting.NewFakeClock(t0),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), Agents: twoAgents(&trace{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vas := ctl.factory.Storage().V1().VolumeAttachments().Informer().GetIndexer()
+	check := func(when string, want bool) {
+		t.Helper()
+		if got := ctl.cacheClear("n1"); got != want {
+			t.Errorf("%s: cacheClear(n1) = %v, want %v", when, got, want)
+		}
+	}
+	check("empty caches", true)
+	if err := ctl.pods.Add(makePod("web-0").node("n2").obj()); err != nil {
+		t.Fatal(err)
+	}
+	if err := vas.Add(attachment("va-n2", "n2")); err != nil {
+		t.Fatal(err)
+	}
+	check("only n2's pod and attachment", true)
+	if err := ctl.pods.Add(makePod("web-1").node("n1").obj()); err != nil {
+		t.Fatal(err)
+	}
+	check("a pod on n1", false)
+	if err := ctl.pods.Delete(makePod("web-1").node("n1").obj()); err != nil {
+		t.Fatal(err)
+	}
+	if err := vas.Add(attachment("va-n1", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	check("an attachment to n1", false)
+}

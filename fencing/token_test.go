@@ -77,3 +77,25 @@ func TestNextTokenHonoursContext(t *testing.T) {
 		t.Fatal("nextToken with a cancelled context succeeded")
 	}
 }
+
+// TestNextTokenLosesCreateRace: when another controller creates the token
+// lease first, the token is the increment of theirs, not an error.
+func TestNextTokenLosesCreateRace(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	cs.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		rival := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: TokenLeaseNamespace, Name: TokenLeaseName},
+			Spec:       coordinationv1.LeaseSpec{LeaseTransitions: ptrTo[int32](1)},
+		}
+		if err := cs.Tracker().Create(gvr, rival, TokenLeaseNamespace); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewAlreadyExists(gvr.GroupResource(), TokenLeaseName)
+	})
+	got, err := nextToken(ctx, cs, metav1.NewMicroTime(t0))
+	if err != nil || got != 2 {
+		t.Fatalf("nextToken = %d, %v; want 2 (the rival's 1, incremented)", got, err)
+	}
+}

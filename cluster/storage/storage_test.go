@@ -152,3 +152,20 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("an unknown path: %v, want a plain error naming HTTP 404", err)
 	}
 }
+
+// TestServerWriteReportsAcceptance: Server.Write says true for a write it
+// accepted and false for one it refused.
+func TestServerWriteReportsAcceptance(t *testing.T) {
+	srv := NewServer(nil, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	w := kubelet.StorageWrite{Volume: "v0", Node: "n1", Pod: "db-0", UID: "u1", Container: "app", Token: 1}
+	if !srv.Write(w) {
+		t.Error("a write from an unfenced node was reported refused")
+	}
+	srv.Fence("n1", 1)
+	if srv.Write(w) {
+		t.Error("a write from a fenced node was reported accepted")
+	}
+	if n := srv.Writes("v0"); n != 1 {
+		t.Errorf("accepted writes = %d, want 1", n)
+	}
+}
