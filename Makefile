@@ -121,22 +121,24 @@ bugzoo: failpoint-toolexec ## plant every bug of the zoo, report caught/missed a
 # Mutation testing: gremlins (this release, installed once into
 # GREMLINS_BIN) lists the mutants of the system under test; podsafe mutation
 # applies a sample of MUTATION_PER_PACKAGE per package, drawn with
-# MUTATION_SEED, through go's -overlay (the tree is never written) and
-# judges each by the package's unit tests and podsafe's runs. MUTATION_PKGS
+# MUTATION_SEED (then more, until every guarantee the code implements has
+# MUTATION_PER_GUARANTEE, when that is above 0), through go's -overlay (the
+# tree is never written) and judges each by the package's unit tests and podsafe's runs. MUTATION_PKGS
 # (comma or space separated, e.g. ./cluster/storage) narrows the packages.
 # With the defaults: about 80 minutes on 2 cores (see README).
-GREMLINS_VERSION     ?= v0.6.0
-GREMLINS_BIN         ?= $(HOME)/.cache/podsafe/gremlins-$(GREMLINS_VERSION)
-MUTATION_PKGS        ?=
-MUTATION_PER_PACKAGE ?= 5
-MUTATION_SEED        ?= 1
-MUTATION_STORE       ?= store/mutation
+GREMLINS_VERSION       ?= v0.6.0
+GREMLINS_BIN           ?= $(HOME)/.cache/podsafe/gremlins-$(GREMLINS_VERSION)
+MUTATION_PKGS          ?=
+MUTATION_PER_PACKAGE   ?= 5
+MUTATION_SEED          ?= 1
+MUTATION_PER_GUARANTEE ?= 0
+MUTATION_STORE         ?= store/mutation
 # MUTATION_COMMIT=HEAD measures the last commit instead of the working tree.
-MUTATION_COMMIT      ?=
-MUTATIONFLAGS        ?=
+MUTATION_COMMIT        ?=
+MUTATIONFLAGS          ?=
 mutation: ## mutants of the system under test, each judged by unit tests and podsafe's runs; table in MUTATION_STORE/latest/mutation.md
 	@test -x $(GREMLINS_BIN)/gremlins || GOBIN=$(GREMLINS_BIN) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
-	$(GO) run ./cmd/podsafe mutation --gremlins $(GREMLINS_BIN)/gremlins --per-package $(MUTATION_PER_PACKAGE) --seed $(MUTATION_SEED) --store $(MUTATION_STORE) $(if $(MUTATION_COMMIT),--commit $(MUTATION_COMMIT)) $(if $(strip $(MUTATION_PKGS)),--packages "$(strip $(MUTATION_PKGS))") $(MUTATIONFLAGS)
+	$(GO) run ./cmd/podsafe mutation --gremlins $(GREMLINS_BIN)/gremlins --per-package $(MUTATION_PER_PACKAGE) --per-guarantee $(MUTATION_PER_GUARANTEE) --seed $(MUTATION_SEED) --store $(MUTATION_STORE) $(if $(MUTATION_COMMIT),--commit $(MUTATION_COMMIT)) $(if $(strip $(MUTATION_PKGS)),--packages "$(strip $(MUTATION_PKGS))") $(MUTATIONFLAGS)
 
 check-clean: ## fail if failpoint-rewritten files (of failpoint-ctl, which podsafe no longer runs) are in the tree
 	@left=$$(find . -name '*__failpoint_stash__*' -o -name 'binding__failpoint_binding__.go' | grep -v '^./.git/' || true); \

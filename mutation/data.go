@@ -138,3 +138,71 @@ func Sample(ms []Mutant, n int, seed uint64, pkg string) []Mutant {
 	slices.SortFunc(out, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
 	return out
 }
+
+// TopUpByGuarantee adds to samples (per package) mutants drawn from
+// candidates (per package, the unsampled ones among them) so that every
+// guarantee the candidates' code is mapped to has at least n sampled
+// mutants attributed to it, as far as its code has them. The draw is
+// deterministic from seed: guarantees are topped up in order of their IDs,
+// each from its own shuffle of its candidates, and a mutant drawn for one
+// guarantee counts for every guarantee it is attributed to. Each package's
+// sample stays sorted by ID.
+func TopUpByGuarantee(candidates, samples map[string][]Mutant, as []Attribution, n int, seed uint64) map[string][]Mutant {
+	out := make(map[string][]Mutant, len(samples))
+	taken := map[string]bool{}
+	have := map[string]int{}
+	for pkg, ms := range samples {
+		out[pkg] = slices.Clone(ms)
+		for i := range ms {
+			taken[ms[i].ID()] = true
+			for _, id := range Attribute(as, &ms[i]) {
+				have[id]++
+			}
+		}
+	}
+	if n <= 0 {
+		return out
+	}
+	byID := map[string][]Mutant{}
+	for _, ms := range candidates {
+		for i := range ms {
+			for _, id := range Attribute(as, &ms[i]) {
+				byID[id] = append(byID[id], ms[i])
+			}
+		}
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if have[id] >= n {
+			continue
+		}
+		pool := slices.Clone(byID[id])
+		slices.SortFunc(pool, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
+		h := fnv.New64a()
+		h.Write([]byte("guarantee " + id))
+		r := rand.New(rand.NewPCG(seed, h.Sum64()))
+		r.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+		for i := range pool {
+			if have[id] >= n {
+				break
+			}
+			m := pool[i]
+			if taken[m.ID()] {
+				continue
+			}
+			taken[m.ID()] = true
+			out[m.Package] = append(out[m.Package], m)
+			for _, g := range Attribute(as, &m) {
+				have[g]++
+			}
+		}
+	}
+	for pkg := range out {
+		slices.SortFunc(out[pkg], func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
+	}
+	return out
+}

@@ -256,3 +256,82 @@ func TestGremlinsVersionPinned(t *testing.T) {
 		t.Errorf("the Makefile pins gremlins %q, the code %s", m, GremlinsVersion)
 	}
 }
+
+// TestTopUpByGuarantee: the top-up draws from each guarantee's own code
+// until it has n sampled mutants (or its code has no more), counts a mutant
+// for every guarantee it implements, leaves guarantees already at n alone,
+// and draws the same mutants whatever the input's order.
+func TestTopUpByGuarantee(t *testing.T) {
+	as := []Attribution{
+		{File: "a/grace.go", Guarantees: []string{"GP-1"}},
+		{File: "a/both.go", Guarantees: []string{"GP-1", "PS-1"}},
+		{File: "b/spread.go", Guarantees: []string{"TS-1"}},
+	}
+	mk := func(pkg, file string, lines int) []Mutant {
+		var out []Mutant
+		for i := 1; i <= lines; i++ {
+			out = append(out, Mutant{Package: pkg, File: file, Line: i, Column: 1, Mutator: ConditionalsNegation})
+		}
+		return out
+	}
+	cands := map[string][]Mutant{
+		"a": slices.Concat(mk("a", "a/grace.go", 10), mk("a", "a/both.go", 1), mk("a", "a/other.go", 10)),
+		"b": mk("b", "b/spread.go", 1),
+	}
+	// The package sample already has one GP-1 mutant.
+	samples := map[string][]Mutant{"a": mk("a", "a/grace.go", 1)}
+	count := func(out map[string][]Mutant) map[string]int {
+		n := map[string]int{}
+		for _, ms := range out {
+			for i := range ms {
+				for _, id := range Attribute(as, &ms[i]) {
+					n[id]++
+				}
+			}
+		}
+		return n
+	}
+	out := TopUpByGuarantee(cands, samples, as, 3, 1)
+	got := count(out)
+	// GP-1 reaches 3; PS-1's code has one mutant; TS-1's has one.
+	if got["GP-1"] < 3 || got["PS-1"] != 1 || got["TS-1"] != 1 {
+		t.Errorf("per guarantee after the top-up: %v", got)
+	}
+	if len(out["a"])+len(out["b"]) > 5 {
+		t.Errorf("the top-up drew more than it needed: %d mutants", len(out["a"])+len(out["b"]))
+	}
+	for _, m := range out["a"] {
+		if m.File == "a/other.go" {
+			t.Errorf("drew %s, which implements no guarantee", m.ID())
+		}
+	}
+	if len(samples["a"]) != 1 {
+		t.Errorf("the top-up changed its input sample: %d", len(samples["a"]))
+	}
+	ids := func(ms []Mutant) []string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.ID())
+		}
+		return s
+	}
+	if !slices.IsSorted(ids(out["a"])) {
+		t.Errorf("package a's sample is not sorted: %v", ids(out["a"]))
+	}
+	rev := map[string][]Mutant{"a": slices.Clone(cands["a"]), "b": cands["b"]}
+	slices.Reverse(rev["a"])
+	if diff := cmp.Diff(ids(out["a"]), ids(TopUpByGuarantee(rev, samples, as, 3, 1)["a"])); diff != "" {
+		t.Errorf("the top-up depends on the input's order (-first +second):\n%s", diff)
+	}
+	// n of 0 adds nothing; a guarantee already at n gets nothing.
+	if out := TopUpByGuarantee(cands, samples, as, 0, 1); len(out["a"]) != 1 || len(out["b"]) != 0 {
+		t.Errorf("n=0 drew %v", out)
+	}
+	// (PS-1's one mutant implements GP-1 too, but no more of GP-1's own
+	// code is drawn.)
+	for _, m := range TopUpByGuarantee(cands, samples, as, 1, 1)["a"] {
+		if m.File == "a/grace.go" && m.Line != 1 {
+			t.Errorf("GP-1 already had 1 and got %s", m.ID())
+		}
+	}
+}

@@ -36,6 +36,11 @@ type Config struct {
 	// PerPackage is how many mutants each package gets (default 5); 0 or
 	// less after defaulting is not allowed, use a large number for all.
 	PerPackage int
+	// PerGuarantee, when above 0, tops the sample up so that each guarantee
+	// the measured packages' code is mapped to (mutation/guarantees.yaml)
+	// has at least that many sampled mutants, drawn from its code with
+	// Seed, as far as its code has them.
+	PerGuarantee int
 	// Seed draws the sample (default 1).
 	Seed uint64
 	// Gremlins is the gremlins binary (pinned GremlinsVersion).
@@ -85,6 +90,9 @@ func (c *Config) defaults() error {
 	}
 	if c.PerPackage < 0 {
 		return fmt.Errorf("%w: per-package sample must be at least 1, got %d", ErrConfig, c.PerPackage)
+	}
+	if c.PerGuarantee < 0 {
+		return fmt.Errorf("%w: per-guarantee sample must be 0 (none) or more, got %d", ErrConfig, c.PerGuarantee)
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -141,7 +149,7 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		return nil, "", err
 	}
 	ex := &executor{root: snap, goCmd: c.Go, unitTimeout: c.UnitTimeout, runTimeout: c.RunTimeout, runsForAll: !c.UnitSurvivorsOnly}
-	res := &report.MutationResults{Generated: start.UTC(), Tool: "gremlins " + GremlinsVersion, Seed: c.Seed, PerPackage: c.PerPackage, Mutators: Mutators, Commit: c.Commit}
+	res := &report.MutationResults{Generated: start.UTC(), Tool: "gremlins " + GremlinsVersion, Seed: c.Seed, PerPackage: c.PerPackage, PerGuarantee: c.PerGuarantee, Mutators: Mutators, Commit: c.Commit}
 
 	// The unmutated system's run of each scenario: a scenario that is not
 	// Ok without a mutant would kill every mutant, so it is not used.
@@ -165,7 +173,16 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		}
 	}
 
-	n := 0
+	// Enumerate every package first, so that the per-guarantee top-up
+	// draws from all of them; then judge each package's sample.
+	type pkgWork struct {
+		report      report.MutationPackage
+		candidates  []Mutant
+		sample      []Mutant
+		scenarios   []string
+		unitTimeout time.Duration
+	}
+	works := make([]*pkgWork, 0, len(c.Packages))
 	for _, pkg := range c.Packages {
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
@@ -178,15 +195,13 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 		// The enumeration ran the package's unit tests once (gremlins'
 		// coverage step): a mutant's run may take three times as long, as
 		// gremlins allows, before its timeout counts as a kill.
-		ex.unitTimeout = max(c.UnitTimeout, 3*time.Since(t0))
-		var scen []string
+		w := &pkgWork{unitTimeout: max(c.UnitTimeout, 3*time.Since(t0))}
 		for _, b := range PackageScenarios[pkg] {
 			if usable[b] {
-				scen = append(scen, b)
+				w.scenarios = append(w.scenarios, b)
 			}
 		}
-		pr := report.MutationPackage{Package: pkg, Total: len(all), Scenarios: scenarioNames(scen)}
-		var candidates []Mutant
+		w.report = report.MutationPackage{Package: pkg, Total: len(all), Scenarios: scenarioNames(w.scenarios)}
 		for i := range all {
 			m := &all[i]
 			if err := m.Locate(snap); err != nil {
@@ -197,24 +212,42 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 				r := resultOf(m)
 				r.Status, r.Reason, r.Guarantees = report.MutantEquivalent, markerReason, Attribute(c.Attributions, m)
 				res.Mutants = append(res.Mutants, r)
-				pr.Equivalent++
+				w.report.Equivalent++
 				continue
 			}
 			if e, ok := equivalent(c.Equivalents, m); ok {
 				r := resultOf(m)
 				r.Status, r.Reason, r.Guarantees = report.MutantEquivalent, e.Reason, Attribute(c.Attributions, m)
 				res.Mutants = append(res.Mutants, r)
-				pr.Equivalent++
+				w.report.Equivalent++
 				continue
 			}
-			candidates = append(candidates, *m)
+			w.candidates = append(w.candidates, *m)
 		}
-		sample := Sample(candidates, c.PerPackage, c.Seed, pkg)
-		pr.Sampled = len(sample)
-		for i := range sample {
-			m := &sample[i]
+		w.sample = Sample(w.candidates, c.PerPackage, c.Seed, pkg)
+		works = append(works, w)
+	}
+	if c.PerGuarantee > 0 {
+		cands := map[string][]Mutant{}
+		samples := map[string][]Mutant{}
+		for _, w := range works {
+			cands[w.report.Package], samples[w.report.Package] = w.candidates, w.sample
+		}
+		samples = TopUpByGuarantee(cands, samples, c.Attributions, c.PerGuarantee, c.Seed)
+		for _, w := range works {
+			w.sample = samples[w.report.Package]
+		}
+	}
+
+	n := 0
+	for _, w := range works {
+		ex.unitTimeout = w.unitTimeout
+		pr := w.report
+		pr.Sampled = len(w.sample)
+		for i := range w.sample {
+			m := &w.sample[i]
 			n++
-			r := ex.evaluate(ctx, m, scen, filepath.Join(work, fmt.Sprintf("m%d", n)))
+			r := ex.evaluate(ctx, m, w.scenarios, filepath.Join(work, fmt.Sprintf("m%d", n)))
 			if err := ctx.Err(); err != nil {
 				return nil, "", fmt.Errorf("mutation run stopped at %s: %w", m.ID(), err)
 			}

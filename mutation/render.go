@@ -64,8 +64,12 @@ func pct(a, b int) string {
 func WriteMarkdown(w io.Writer, res *report.MutationResults) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Mutation run %s\n\n", res.Generated.Format("2006-01-02 15:04:05 UTC"))
-	fmt.Fprintf(&b, "Mutants enumerated by %s (%s); %d per package drawn with seed %d; each applied through go's -overlay, then the package's unit tests and the package's runs (the bug zoo's scenarios for the package and the conformance runs of its guarantees) over a podsafe built with it. ",
-		res.Tool, strings.Join(res.Mutators, ", "), res.PerPackage, res.Seed)
+	topUp := ""
+	if res.PerGuarantee > 0 {
+		topUp = fmt.Sprintf(", then more until each guarantee the code implements had %d (as far as its code has them)", res.PerGuarantee)
+	}
+	fmt.Fprintf(&b, "Mutants enumerated by %s (%s); %d per package drawn with seed %d%s; each applied through go's -overlay, then the package's unit tests and the package's runs (the bug zoo's scenarios for the package and the conformance runs of its guarantees) over a podsafe built with it. ",
+		res.Tool, strings.Join(res.Mutators, ", "), res.PerPackage, res.Seed, topUp)
 	b.WriteString("The rates are of the sample, not of every mutant. \"Killed by unit tests\" overlaps the run columns: a run is made whatever the unit tests say. Kill rate: killed by anything over viable; checker kill rate: killed by a checker over viable.\n\n")
 	b.WriteString("| package | mutants (sampled/total) | not viable | equivalent | killed by unit tests | killed by a checker over a run | killed by crash | survived | kill rate | checker kill rate | scenarios |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")

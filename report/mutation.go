@@ -47,9 +47,12 @@ type MutationResults struct {
 	Generated time.Time `json:"generated"`
 	// Tool is the mutant enumerator and its version ("gremlins v0.6.0").
 	Tool string `json:"tool"`
-	// Seed and PerPackage drew the sample (see the mutation package).
-	Seed       uint64 `json:"seed"`
-	PerPackage int    `json:"per_package"`
+	// Seed, PerPackage and PerGuarantee drew the sample (see the mutation
+	// package): PerPackage mutants of each package, then more until each
+	// guarantee has PerGuarantee (0: no top-up).
+	Seed         uint64 `json:"seed"`
+	PerPackage   int    `json:"per_package"`
+	PerGuarantee int    `json:"per_guarantee,omitempty"`
 	// Commit is the commit measured; empty: the working tree.
 	Commit string `json:"commit,omitempty"`
 	// Mutators are the mutator types enumerated.

@@ -21,6 +21,7 @@ type mutationFlags struct {
 	packages      []string
 	commit        string
 	perPackage    int
+	perGuarantee  int
 	seed          uint64
 	gremlins      string
 	store         string
@@ -60,6 +61,7 @@ for its per-guarantee kill rate. Exit 1 when a rate is below --min-kill-rate or
 	fl.StringSliceVar(&f.packages, "packages", nil, "packages to mutate, comma separated (default: raftstore, apiserver, kubelet, scheduler, controller, fencing, cluster/storage)")
 	fl.StringVar(&f.commit, "commit", "", "measure this commit's tree (HEAD, a hash) rather than the working tree; either way the run works on a copy, so later edits do not reach it")
 	fl.IntVar(&f.perPackage, "per-package", 5, "mutants drawn from each package")
+	fl.IntVar(&f.perGuarantee, "per-guarantee", 0, "then draw more mutants until each guarantee the packages' code implements has this many (0: none)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the draw")
 	fl.StringVar(&f.gremlins, "gremlins", "", "the gremlins binary, release "+mutation.GremlinsVersion+" (make mutation installs it)")
 	fl.StringVar(&f.store, "store", filepath.Join("store", "mutation"), "directory for the results")
@@ -74,6 +76,9 @@ for its per-guarantee kill rate. Exit 1 when a rate is below --min-kill-rate or
 func runMutation(cmd *cobra.Command, f *mutationFlags) error {
 	if f.perPackage < 1 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--per-package must be at least 1, got %d", f.perPackage)}
+	}
+	if f.perGuarantee < 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--per-guarantee must be 0 (none) or more, got %d", f.perGuarantee)}
 	}
 	for _, r := range []struct {
 		name string
@@ -98,7 +103,7 @@ func runMutation(cmd *cobra.Command, f *mutationFlags) error {
 		}
 	}
 	res, dir, err := mutation.Run(cmd.Context(), mutation.Config{
-		Packages: f.packages, Commit: f.commit, PerPackage: f.perPackage, Seed: f.seed, Gremlins: f.gremlins, Store: f.store,
+		Packages: f.packages, Commit: f.commit, PerPackage: f.perPackage, PerGuarantee: f.perGuarantee, Seed: f.seed, Gremlins: f.gremlins, Store: f.store,
 		UnitTimeout: f.unitTimeout, RunTimeout: f.runTimeout, UnitSurvivorsOnly: f.survivorsOnly,
 		Progress: cmd.ErrOrStderr(),
 	})
