@@ -55,7 +55,8 @@ type Mutant struct {
 	// Mutator is the mutator type (ConditionalsNegation, …).
 	Mutator string
 	// CoveredByUnit is gremlins' verdict: the package's unit tests execute
-	// the line.
+	// the line. It is recorded, not trusted: the unit tests run for every
+	// mutant (see executor.prepare).
 	CoveredByUnit bool
 
 	// Filled in by Locate:
