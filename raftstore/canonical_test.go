@@ -196,3 +196,24 @@ func checkCommand(t *testing.T, data []byte) {
 		t.Fatalf("decodeCommand of trailing garbage: %v, want a syntax error", err)
 	}
 }
+
+// TestViewDocRefusesTruncated: the fast path refuses every strict prefix of
+// a canonical document (a write cut short, a damaged record) without
+// reading past its end, so the slow path's decoder reports it.
+func TestViewDocRefusesTruncated(t *testing.T) {
+	judged := 0
+	for _, s := range canonicalSeeds {
+		if _, ok := viewDoc([]byte(s)); !ok {
+			continue // a seed the fast path refuses whole
+		}
+		judged++
+		for n := range len(s) {
+			if _, ok := viewDoc([]byte(s[:n])); ok {
+				t.Errorf("viewDoc accepted the first %d bytes of %s", n, s)
+			}
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no seed takes the fast path")
+	}
+}
