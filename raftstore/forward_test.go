@@ -137,3 +137,32 @@ func TestWriteThroughCutOffFollowerIsUnavailable(t *testing.T) {
 		t.Errorf("Get of the unavailable create: err = %v, want ErrNotFound", gerr)
 	}
 }
+
+// TestRouteWithNoLeaderForwardsNowhere: a member that knows no leader (cut
+// off, campaigning) neither serves an operation itself nor forwards it to an
+// empty address; it waits for a leader and, with none, answers unavailable.
+func TestRouteWithNoLeaderForwardsNowhere(t *testing.T) {
+	c := OpenTestCluster(t, 3, WithConfig(func(cfg *Config) { cfg.LeaderWait = 300 * time.Millisecond }))
+	ctx := testCtx(t)
+	cut := c.Followers()[0]
+	c.IsolateMember(c.Index(cut.ID()))
+	for cut.LeaderID() != "" || cut.IsLeader() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the cut-off member still names leader %q", cut.LeaderID())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var forwarded []string
+	err := cut.route(ctx,
+		func(context.Context) error { t.Error("a member that does not lead served the operation itself"); return errRetry },
+		func(_ context.Context, leader string) error { forwarded = append(forwarded, leader); return errRetry })
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("route with no leader = %v, want ErrUnavailable", err)
+	}
+	for _, l := range forwarded {
+		if l == "" {
+			t.Fatalf("forwarded to no leader (%d forwards: %q)", len(forwarded), forwarded)
+		}
+	}
+}
