@@ -155,7 +155,10 @@ func TestRouteWithNoLeaderForwardsNowhere(t *testing.T) {
 	}
 	var forwarded []string
 	err := cut.route(ctx,
-		func(context.Context) error { t.Error("a member that does not lead served the operation itself"); return errRetry },
+		func(context.Context) error {
+			t.Error("a member that does not lead served the operation itself")
+			return errRetry
+		},
 		func(_ context.Context, leader string) error { forwarded = append(forwarded, leader); return errRetry })
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("route with no leader = %v, want ErrUnavailable", err)
