@@ -1,12 +1,14 @@
 package apiserver
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
 
@@ -74,5 +76,53 @@ func TestPriorityClassHTTP(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"value"}, causeFields(st)); d != "" {
 		t.Errorf("update causes (-want +got)\n%s", d)
+	}
+}
+
+// TestValidateSpreadConstraints: each field rule of TS-1 as kube-apiserver
+// states it, one error per broken rule, naming the field.
+func TestValidateSpreadConstraints(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}
+	ok := func() corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}
+	}
+	policy := corev1.NodeInclusionPolicy("Sometimes")
+	for _, c := range []struct {
+		name string
+		edit func(*corev1.TopologySpreadConstraint)
+		want []string // "type field", in order
+	}{
+		{"valid", func(*corev1.TopologySpreadConstraint) {}, nil},
+		{"valid matchLabelKeys", func(c *corev1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"pod-template-hash"} }, nil},
+		{"maxSkew 0", func(c *corev1.TopologySpreadConstraint) { c.MaxSkew = 0 }, []string{"FieldValueInvalid spec.topologySpreadConstraints[0].maxSkew"}},
+		{"no topologyKey", func(c *corev1.TopologySpreadConstraint) { c.TopologyKey = "" }, []string{"FieldValueRequired spec.topologySpreadConstraints[0].topologyKey"}},
+		{"unknown whenUnsatisfiable", func(c *corev1.TopologySpreadConstraint) { c.WhenUnsatisfiable = "Maybe" },
+			[]string{"FieldValueNotSupported spec.topologySpreadConstraints[0].whenUnsatisfiable"}},
+		{"minDomains 0", func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](0) },
+			[]string{"FieldValueInvalid spec.topologySpreadConstraints[0].minDomains"}},
+		{"minDomains with ScheduleAnyway", func(c *corev1.TopologySpreadConstraint) {
+			c.MinDomains, c.WhenUnsatisfiable = ptr.To[int32](2), corev1.ScheduleAnyway
+		}, []string{"FieldValueInvalid spec.topologySpreadConstraints[0].minDomains"}},
+		{"unknown nodeTaintsPolicy", func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &policy },
+			[]string{"FieldValueNotSupported spec.topologySpreadConstraints[0].nodeTaintsPolicy"}},
+		{"matchLabelKeys without labelSelector", func(c *corev1.TopologySpreadConstraint) {
+			c.LabelSelector, c.MatchLabelKeys = nil, []string{"pod-template-hash"}
+		}, []string{"FieldValueForbidden spec.topologySpreadConstraints[0].matchLabelKeys"}},
+		{"matchLabelKeys overlapping the selector", func(c *corev1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"ok", "app", "tier"} },
+			[]string{"FieldValueInvalid spec.topologySpreadConstraints[0].matchLabelKeys[1]", "FieldValueInvalid spec.topologySpreadConstraints[0].matchLabelKeys[2]"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tsc := ok()
+			c.edit(&tsc)
+			errs := validateSpreadConstraints(&corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{tsc}}, field.NewPath("spec", "topologySpreadConstraints"))
+			var got []string
+			for _, e := range errs {
+				got = append(got, string(e.Type)+" "+e.Field)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("errors %q, want %q", got, c.want)
+			}
+		})
 	}
 }
