@@ -60,6 +60,12 @@ var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // call). A deletion whose pod the store does not show bound is not judged;
 // PS-1 is listed only when one was.
 //
+// On the embedded target, whose components' calls the history holds
+// whole, every removal of a pod from the store is judged too (see
+// gracefulRemovals): a bound, unterminated pod leaves the store only after a
+// deletion asking for grace 0 may have happened, or the API server removed
+// a pod its kubelet had not finished (PS-8, LC-11).
+//
 // PS-14 is the fencing controller's rule: the result lists it only when the
 // history holds a call of the fencing controller. A run without one (no
 // fencing controller ran: it was not enabled, or the target has none, as
@@ -190,7 +196,16 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 			r.container, r.uid, r.node, at(h.Ledger, r.start)), ledgerEntries(h.Ledger, r.start, r.end))
 	}
 
+	remEv, remIllegal, remJudged, remWhy := gracefulRemovals(h, opts.maxEvidence())
+	res.Stats.Checked += remJudged
+
 	var notes []string
+	switch {
+	case remWhy != "":
+		notes = append(notes, "removals without a grace-0 deletion not judged: "+remWhy)
+	case remJudged > 0 && remIllegal == 0:
+		notes = append(notes, fmt.Sprintf("each of %s was after a deletion asking for grace 0", count(remJudged, "removal of a bound pod")))
+	}
 	if idle > 0 {
 		notes = append(notes, fmt.Sprintf("%s by controllers or users of pods with no container running throughout (unbound, terminal or finished: no force deletion in effect) not judged", count(idle, "grace-0 deletion")))
 	}
@@ -211,7 +226,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 		suffix = "; " + strings.Join(notes, "; ")
 	}
 	switch {
-	case illegal > 0 || crossIllegal > 0:
+	case illegal > 0 || crossIllegal > 0 || remIllegal > 0:
 		// Only the guarantees a violation breaks are named.
 		var parts []string
 		res.Guarantees = nil
@@ -225,6 +240,16 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 			res.Evidence = append(res.Evidence, ev...)
 			parts = append(parts, fmt.Sprintf("%s of running or bound, unterminated pods came from identities without the authority, first %s",
 				count(illegal, "force deletion"), ev[0].Description))
+		}
+		if remIllegal > 0 {
+			for _, id := range removalGuarantees {
+				if !slices.Contains(res.Guarantees, id) {
+					res.Guarantees = append(res.Guarantees, id)
+				}
+			}
+			res.Evidence = append(res.Evidence, remEv...)
+			parts = append(parts, fmt.Sprintf("%s of bound, unterminated pods came with no deletion asking for grace 0, first %s",
+				count(remIllegal, "removal"), remEv[0].Description))
 		}
 		return res.finish(Illegal, strings.Join(parts, "; ")+suffix)
 	case undecided > 0:

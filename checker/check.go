@@ -164,7 +164,7 @@ func registry() []checkerDef {
 	}, {
 		Info: Info{
 			Name:        AuthorityChecker,
-			Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, and a kubelet deletes or evicts only pods bound to its own node (the node restriction)",
+			Description: "from the API history, the ledger and the store's record of pods: only admin, the pod's kubelet, pod GC for deleted nodes and the fencing controller for fenced ones force delete running pods, a kubelet deletes or evicts only pods bound to its own node (the node restriction), and on the embedded target the store removes a bound, unterminated pod only after a deletion asking for grace 0",
 			Guarantees:  authorityGuarantees,
 		},
 		assumes: podsAssumed,

@@ -63,6 +63,14 @@ const ExtraCheckers = "checkers"
 // operations per second the run had (absent: none).
 const ExtraRate = "rate"
 
+// ExtraTarget is the Meta.Extra key naming the system under test a run was
+// made on: TargetEmbedded, "kube" or "kubeconfig" (absent: not recorded).
+const ExtraTarget = "target"
+
+// TargetEmbedded is ExtraTarget's value for podsafe's own control plane,
+// every component of which records its API calls in the history.
+const TargetEmbedded = "embedded"
+
 // Status is the outcome of a client operation or an API call.
 type Status string
 

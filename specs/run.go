@@ -115,7 +115,11 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if err := writeJSON(filepath.Join(dir, "scenario.json"), s); err != nil {
 		return out, err
 	}
-	extra := map[string]string{"rerun": rerun}
+	target := s.Target
+	if target == "" {
+		target = TargetEmbedded
+	}
+	extra := map[string]string{"rerun": rerun, history.ExtraTarget: target}
 	if len(s.Steps) == 0 {
 		// The workload runs: the checkers every run of it feeds must find
 		// something to judge (a scripted run runs steps instead).

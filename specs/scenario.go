@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
+	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/kubelet"
 	"github.com/podsafe/podsafe/nemesis"
 	"github.com/podsafe/podsafe/target/kube"
@@ -222,7 +223,7 @@ func ParseScenario(b []byte) (Scenario, error) {
 
 // Targets of Scenario.Target.
 const (
-	TargetEmbedded   = "embedded"
+	TargetEmbedded   = history.TargetEmbedded
 	TargetKube       = "kube"
 	TargetKubeconfig = "kubeconfig"
 )
