@@ -1,8 +1,11 @@
 package kubelet
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -454,4 +457,42 @@ func TestNodeReportsMemoryPressure(t *testing.T) {
 	k.evictOnce(ctx, rt)
 	clk.Step(time.Second)
 	check(post(), corev1.ConditionFalse, ReasonSufficientMemory, gone)
+}
+
+// TestMemoryPressureChangeLogged: the log line of a pressure change says
+// whether there is pressure now, whichever threshold is crossed.
+func TestMemoryPressureChangeLogged(t *testing.T) {
+	changed := regexp.MustCompile(`msg="memory pressure changed" .* pressure=(\w+)`)
+	cases := []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"hard threshold only", func(c *Config) { c.EvictionHard = 1 << 30 }},
+		{"above soft, below hard", func(c *Config) {
+			c.EvictionHard, c.EvictionSoft, c.EvictionSoftGracePeriod = 2<<30, 1<<30, time.Hour
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			rt := newStuckRuntime()
+			k, clk := newEvictionKubelet(t, rt, func(c *Config) {
+				tc.cfg(c)
+				c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
+			addPod(k, rt, "a", 700, 700, 0) // within requests: pressure, but no eviction
+			addPod(k, rt, "b", 700, 700, 0)
+			k.evictOnce(context.Background(), rt)
+			rt.exit("b")
+			clk.Step(10 * time.Second)
+			k.evictOnce(context.Background(), rt)
+			var got []string
+			for _, m := range changed.FindAllStringSubmatch(log.String(), -1) {
+				got = append(got, m[1])
+			}
+			if diff := cmp.Diff([]string{"true", "false"}, got); diff != "" {
+				t.Errorf("pressure logged at its changes (-want +got):\n%s\nlog:\n%s", diff, log.String())
+			}
+		})
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -270,6 +272,40 @@ func TestOpenFailureClosesListeners(t *testing.T) {
 	for _, ln := range []net.Listener{raftLn, fwdLn} {
 		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Accept on %s after a failed Open: %v, want net.ErrClosed", ln.Addr(), err)
+		}
+	}
+}
+
+// warnSink keeps the message of every record at Warn or above logged
+// through a warnHandler, whatever attributes its loggers add.
+type warnSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+type warnHandler struct{ sink *warnSink }
+
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h warnHandler) WithGroup(string) slog.Handler                { return h }
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	h.sink.mu.Lock()
+	defer h.sink.mu.Unlock()
+	h.sink.msgs = append(h.sink.msgs, r.Message)
+	return nil
+}
+
+// TestCloseStopsForwardServerQuietly: the forward server stopped by Close is
+// no failure to warn of.
+func TestCloseStopsForwardServerQuietly(t *testing.T) {
+	sink := &warnSink{}
+	c := OpenTestCluster(t, 1, WithLogger(slog.New(warnHandler{sink})))
+	c.Close() // returns once the forward server's goroutine has ended
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, m := range sink.msgs {
+		if m == "forward server stopped" {
+			t.Errorf("Close logged the warning %q", m)
 		}
 	}
 }

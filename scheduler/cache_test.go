@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/podsafe/podsafe/scheduler/framework"
 	"github.com/podsafe/podsafe/scheduler/st"
 )
 
@@ -36,5 +37,46 @@ func TestCacheForgetPod(t *testing.T) {
 				t.Errorf("(forgotten, counted on) (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCacheSnapshotSkipsNodeNotYetKnown: a pod counted on a node the cache
+// has not seen yet stays out of the snapshot, update after update, until
+// its node arrives.
+func TestCacheSnapshotSkipsNodeNotYetKnown(t *testing.T) {
+	c := NewCache()
+	c.SetNode(st.MakeNode().Name("n1").Capacity("2", "8Gi", "10").Obj())
+	c.SetPod(st.MakePod().Name("p").Req("1", "").Node("n2").Obj(), "n2")
+	snap := framework.NewEmptySnapshot()
+	for range 2 {
+		c.UpdateSnapshot(snap)
+		if snap.NumNodes() != 1 || snap.Get("n1") == nil {
+			t.Fatalf("snapshot has %d nodes, want only n1", snap.NumNodes())
+		}
+	}
+	c.SetNode(st.MakeNode().Name("n2").Capacity("2", "8Gi", "10").Obj())
+	c.UpdateSnapshot(snap)
+	if n2 := snap.Get("n2"); n2 == nil || len(n2.Pods) != 1 {
+		t.Errorf("n2 in the snapshot once known: %+v, want it with its pod", n2)
+	}
+}
+
+// TestCacheSnapshotCopiesOnlyChangedNodes: an update replaces the NodeInfo
+// of a node that changed and keeps the very NodeInfo of one that did not
+// (plugins keep per-node results between cycles by it).
+func TestCacheSnapshotCopiesOnlyChangedNodes(t *testing.T) {
+	c := NewCache()
+	c.SetNode(st.MakeNode().Name("n1").Capacity("2", "8Gi", "10").Obj())
+	c.SetNode(st.MakeNode().Name("n2").Capacity("2", "8Gi", "10").Obj())
+	snap := framework.NewEmptySnapshot()
+	c.UpdateSnapshot(snap)
+	n1, n2 := snap.Get("n1"), snap.Get("n2")
+	c.SetPod(st.MakePod().Name("p").Req("1", "").Node("n2").Obj(), "n2")
+	c.UpdateSnapshot(snap)
+	if snap.Get("n1") != n1 {
+		t.Errorf("unchanged n1 was copied again")
+	}
+	if got := snap.Get("n2"); got == nil || got == n2 || len(got.Pods) != 1 {
+		t.Errorf("changed n2 not refreshed: %+v (the old NodeInfo: %v)", got, got == n2)
 	}
 }
