@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podsafe/podsafe/scheduler/st"
 )
@@ -80,5 +81,32 @@ func TestNominationOutlivesStaleVersions(t *testing.T) {
 	s.onPod(bound)
 	if got := s.nominator.NodeOf(pod.UID); got != "" {
 		t.Errorf("nomination after binding = %q, want none", got)
+	}
+}
+
+// TestScheduleOneTriesOwnNominationFirst: a nomination the informer has not
+// shown yet is still tried first, so the pod binds there rather than on a
+// better-scoring node (PR-4).
+func TestScheduleOneTriesOwnNominationFirst(t *testing.T) {
+	pod := st.MakePod().Name("p").UID("p").Priority(10).Req("500m", "").Obj()
+	cs := fake.NewClientset(pod)
+	s, err := New(Config{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onNode(st.MakeNode().Name("n1").Capacity("4", "16Gi", "110").Obj())
+	s.onNode(st.MakeNode().Name("n2").Capacity("4", "16Gi", "110").Obj())
+	s.onPod(st.MakePod().Name("busy").UID("busy").Node("n2").Req("3", "12Gi").Obj())
+	s.onPod(pod)
+	s.nominator.Set(pod, "n2") // as preempt does, before the informer shows the patch
+	s.ScheduleOne(context.Background())
+	var bound []string
+	for _, a := range cs.Actions() {
+		if ca, ok := a.(k8stesting.CreateAction); ok && ca.GetSubresource() == "binding" {
+			bound = append(bound, ca.GetObject().(*corev1.Binding).Target.Name)
+		}
+	}
+	if len(bound) != 1 || bound[0] != "n2" {
+		t.Errorf("bindings to %v, want [n2]", bound)
 	}
 }
