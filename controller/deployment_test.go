@@ -331,3 +331,66 @@ func TestRollingUpdateScalesDownUnavailableOldPods(t *testing.T) {
 		t.Errorf("after one sync: sets %q, want 1=3 2=1", got)
 	}
 }
+
+// TestRollingUpdateScaleDownSyncDefersCleanup: a sync that scales an old set
+// down ends with the status; deleting the set beyond revisionHistoryLimit
+// waits for a later sync that sees it at zero.
+func TestRollingUpdateScaleDownSyncDefersCleanup(t *testing.T) {
+	d := makeDeployment(2, "nginx", 1, 0)
+	d.Spec.RevisionHistoryLimit = ptr.To[int32](0)
+	e := newDepEnv(t, d)
+	e.mustSync()
+	e.replicate()
+	e.makeReady()
+	e.update(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" })
+	for range 3 {
+		e.mustSync()
+		e.replicate()
+		e.finishTerminations()
+		e.makeReady()
+	}
+	if got := e.setSizes(); got != "1=1 2=2" {
+		t.Fatalf("mid-rollout: sets %q, want 1=1 2=2", got)
+	}
+	old := e.sets()[0]
+	for _, p := range e.pods() {
+		if ownedBy(p, old.UID) {
+			if err := e.cs.CoreV1().Pods("default").Delete(e.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.mustSync()
+	if got := e.setSizes(); got != "1=0 2=2" {
+		t.Errorf("after the scale-down sync: sets %q, want 1=0 2=2", got)
+	}
+	e.mustSync()
+	if got := e.setSizes(); got != "2=2" {
+		t.Errorf("after the next sync: sets %q, want 2=2", got)
+	}
+}
+
+// TestScalingCompletedRolloutIgnoresEmptyOldSets: a set scaled to zero is
+// not active, so resizing a finished rollout gives every replica to the new
+// set, without the surge of a proportional split.
+func TestScalingCompletedRolloutIgnoresEmptyOldSets(t *testing.T) {
+	e := newDepEnv(t, makeDeployment(2, "nginx", 1, 0))
+	e.mustSync()
+	e.replicate()
+	e.makeReady()
+	e.update(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" })
+	for i := 0; i < 10 && e.setSizes() != "1=0 2=2"; i++ {
+		e.mustSync()
+		e.replicate()
+		e.finishTerminations()
+		e.makeReady()
+	}
+	if got := e.setSizes(); got != "1=0 2=2" {
+		t.Fatalf("after the rollout: sets %q, want 1=0 2=2", got)
+	}
+	e.update(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](4) })
+	e.mustSync()
+	if got := e.setSizes(); got != "1=0 2=4" {
+		t.Errorf("after scaling to 4: sets %q, want 1=0 2=4", got)
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -143,5 +145,52 @@ func TestSyncNodeGraceBoundary(t *testing.T) {
 	}
 	if ready, tainted := state(); ready != corev1.ConditionUnknown || !tainted {
 		t.Errorf("lease older than the grace period: Ready=%s, tainted %v; want Ready=Unknown, tainted", ready, tainted)
+	}
+}
+
+// TestEvictPodsSkipsTerminalAndTerminating: on a node down past the
+// toleration, only running pods are marked NodeDown and deleted; finished
+// pods and pods already terminating are left alone.
+func TestEvictPodsSkipsTerminalAndTerminating(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	node := makeNode("n1", false)
+	node.Spec.Taints = []corev1.Taint{{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: clk.Now()}}}
+	pods := []*corev1.Pod{
+		makePod("running").node("n1").phase(corev1.PodRunning).obj(),
+		makePod("done").node("n1").phase(corev1.PodSucceeded).obj(),
+		makePod("going").node("n1").phase(corev1.PodRunning).terminating().obj(),
+	}
+	cs := fake.NewClientset(node, pods[0], pods[1], pods[2])
+	nl, err := NewNodeLifecycle(NodeLifecycleConfig{Client: cs, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nl.factory.Core().V1().Nodes().Informer().GetIndexer().Add(node); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if err := nl.pods.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Step(time.Hour)
+	cs.ClearActions()
+	if err := nl.evictPods(context.Background(), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	var touched []string
+	for _, a := range cs.Actions() {
+		if a.GetResource().Resource != "pods" {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.DeleteAction:
+			touched = append(touched, "delete "+a.GetName())
+		case k8stesting.UpdateAction:
+			touched = append(touched, "update "+a.GetObject().(*corev1.Pod).Name)
+		}
+	}
+	if want := []string{"update running", "delete running"}; !slices.Equal(touched, want) {
+		t.Errorf("pod writes %v, want %v", touched, want)
 	}
 }
