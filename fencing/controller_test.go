@@ -2,6 +2,7 @@ package fencing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -333,4 +335,44 @@ func TestCacheClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("an attachment to n1", false)
+}
+
+// TestBreakAttachmentsGoesOnAfterConflict: an attachment replaced under the
+// controller (409) leaves the node not clear and is not reported broken;
+// the node's other attachments are still deleted in the same pass.
+func TestBreakAttachmentsGoesOnAfterConflict(t *testing.T) {
+	cs := fake.NewClientset(attachment("va-a", "n1"), attachment("va-b", "n1"), attachment("va-c", "n2"))
+	conflicted := ""
+	cs.PrependReactor("delete", "volumeattachments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicted != "" {
+			return false, nil, nil
+		}
+		conflicted = a.(k8stesting.DeleteAction).GetName()
+		return true, nil, apierrors.NewConflict(storagev1.Resource("volumeattachments"), conflicted, errors.New("uid precondition failed"))
+	})
+	var logs strings.Builder
+	ctl, err := New(Config{Client: cs, Clock: clocktesting.NewFakeClock(t0),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Agents: twoAgents(&trace{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ctl.breakAttachments(context.Background(), confirmedFence{node: makeNode("n1").obj()})
+	if !errors.Is(err, errNotClear) {
+		t.Errorf("breakAttachments = %v, want errNotClear", err)
+	}
+	list, err := cs.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, va := range list.Items {
+		left = append(left, va.Name)
+	}
+	slices.Sort(left)
+	if want := []string{conflicted, "va-c"}; !slices.Equal(left, want) {
+		t.Errorf("attachments left %v, want %v", left, want)
+	}
+	if n := strings.Count(logs.String(), "volume attachment broken"); n != 1 || strings.Contains(logs.String(), "attachment="+conflicted) {
+		t.Errorf("%d attachments logged broken, want 1, not %s:\n%s", n, conflicted, logs.String())
+	}
 }

@@ -86,3 +86,39 @@ func TestRecordedFenceOf(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecRecorded: the spec records a fence only with the TaintFenced taint,
+// the cordon and, when the token is known, that token's annotation.
+func TestSpecRecorded(t *testing.T) {
+	taint := corev1.Taint{Key: TaintFenced, Effect: corev1.TaintEffectNoExecute}
+	node := func(token string, tainted, cordoned bool) *corev1.Node {
+		b := makeNode("n")
+		if token != "" {
+			b.annotate(AnnotationFenceToken, token)
+		}
+		n := b.obj()
+		if tainted {
+			n.Spec.Taints = []corev1.Taint{taint}
+		}
+		n.Spec.Unschedulable = cordoned
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		token int64
+		want  bool
+	}{
+		{"all of it", node("7", true, true), 7, true},
+		{"unknown token, taint and cordon", node("", true, true), 0, true},
+		{"no taint", node("7", false, true), 7, false},
+		{"no cordon", node("7", true, false), 7, false},
+		{"neither", node("", false, false), 0, false},
+		{"other token", node("6", true, true), 7, false},
+		{"no token annotation", node("", true, true), 7, false},
+	} {
+		if got := specRecorded(tc.node, tc.token); got != tc.want {
+			t.Errorf("%s: specRecorded = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
