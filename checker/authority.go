@@ -326,17 +326,7 @@ func (w *witness) deletedBound(c history.APICall) (deletedPod, bool) {
 			}
 			// An object the pod scanner (and encoding/json) cannot read as a
 			// whole may still give these fields.
-			var p struct {
-				Metadata struct {
-					UID string `json:"uid"`
-				} `json:"metadata"`
-				Spec struct {
-					NodeName string `json:"nodeName"`
-				} `json:"spec"`
-				Status struct {
-					Phase string `json:"phase"`
-				} `json:"status"`
-			}
+			var p removedPod
 			if json.Unmarshal(ev.Object, &p) != nil || p.Metadata.UID == "" {
 				continue
 			}

@@ -125,17 +125,30 @@ func Attribute(as []Attribution, m *Mutant) []string {
 // and package give the same sample on every machine. The sample is sorted
 // by ID; n <= 0 or n >= len(ms) takes them all.
 func Sample(ms []Mutant, n int, seed uint64, pkg string) []Mutant {
-	out := slices.Clone(ms)
-	slices.SortFunc(out, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
-	if n <= 0 || n >= len(out) {
+	if n <= 0 || n >= len(ms) {
+		out := slices.Clone(ms)
+		sortByID(out)
 		return out
 	}
+	out := shuffled(ms, seed, pkg)[:n]
+	sortByID(out)
+	return out
+}
+
+func sortByID(ms []Mutant) {
+	slices.SortFunc(ms, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
+}
+
+// shuffled is a copy of ms sorted by ID, then shuffled deterministically
+// from seed and key: the same mutants give the same order on every machine,
+// whatever order they came in.
+func shuffled(ms []Mutant, seed uint64, key string) []Mutant {
+	out := slices.Clone(ms)
+	sortByID(out)
 	h := fnv.New64a()
-	h.Write([]byte(pkg))
+	h.Write([]byte(key))
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	out = out[:n]
-	slices.SortFunc(out, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
 	return out
 }
 
@@ -180,12 +193,7 @@ func TopUpByGuarantee(candidates, samples map[string][]Mutant, as []Attribution,
 		if have[id] >= n {
 			continue
 		}
-		pool := slices.Clone(byID[id])
-		slices.SortFunc(pool, func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
-		h := fnv.New64a()
-		h.Write([]byte("guarantee " + id))
-		r := rand.New(rand.NewPCG(seed, h.Sum64()))
-		r.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+		pool := shuffled(byID[id], seed, "guarantee "+id)
 		for i := range pool {
 			if have[id] >= n {
 				break
@@ -202,7 +210,7 @@ func TopUpByGuarantee(candidates, samples map[string][]Mutant, as []Attribution,
 		}
 	}
 	for pkg := range out {
-		slices.SortFunc(out[pkg], func(a, b Mutant) int { return cmp.Compare(a.ID(), b.ID()) })
+		sortByID(out[pkg])
 	}
 	return out
 }
