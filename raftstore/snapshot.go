@@ -2,6 +2,8 @@ package raftstore
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +12,19 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// A snapshot is a stream of JSON values: one snapshotHeader, then Count
-// snapshotObjects sorted by key.
+// A snapshot is a gzip stream (fastest level) of JSON values: one
+// snapshotHeader, then Count snapshotObjects sorted by key. Objects are
+// JSON documents, which compress about tenfold: a member without a disk
+// keeps its latest snapshot in memory (raft's in-memory snapshot store)
+// for as long as it runs, and a durable member writes it to disk and sends
+// it to lagging followers, so the compressed form is what saves memory at
+// 150,000 pods and bytes on the disk and the wire. Restore also reads the
+// uncompressed stream of earlier versions, which a data directory may
+// still hold; the header's format is the same in both.
 const snapshotFormat = 1
+
+// gzipMagic opens every gzip stream (RFC 1952); a JSON stream opens with '{'.
+var gzipMagic = []byte{0x1f, 0x8b}
 
 type snapshotHeader struct {
 	Format  int    `json:"format"`
@@ -70,7 +82,11 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) write(w io.Writer) error {
 	slices.SortFunc(s.objects, func(a, b snapshotObject) int { return compareKeys(a.Key, b.Key) })
-	bw := bufio.NewWriter(w)
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(zw, 64<<10)
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Applied: s.applied, Count: len(s.objects)}); err != nil {
 		return err
@@ -80,7 +96,31 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 			return err
 		}
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// snapshotReader reads a snapshot's JSON stream from r, uncompressing it
+// when it is a gzip stream (every snapshot this version writes).
+func snapshotReader(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, err := br.Peek(len(gzipMagic))
+	if err != nil && len(head) == 0 {
+		if err == io.EOF {
+			return nil, fmt.Errorf("restoring snapshot: empty")
+		}
+		return nil, fmt.Errorf("restoring snapshot: %w", err)
+	}
+	if !bytes.Equal(head, gzipMagic) {
+		return br, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("restoring snapshot: %w", err)
+	}
+	return bufio.NewReaderSize(zr, 64<<10), nil
 }
 
 // Release is a no-op: the snapshot holds only shared immutable data.
@@ -93,7 +133,11 @@ func (s *fsmSnapshot) Release() {}
 // every snapshot the leader sends; the two are counted apart (snapCounters).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	dec := json.NewDecoder(bufio.NewReader(rc))
+	r, err := snapshotReader(rc)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(r)
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {
 		return fmt.Errorf("restoring snapshot header: %w", err)
