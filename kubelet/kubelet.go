@@ -289,17 +289,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.vaLister = volumeAttachmentGetter{k}
 	} else {
 		vaFactory = informers.NewSharedInformerFactory(k.cfg.Client, 0)
-		vaInf := vaFactory.Storage().V1().VolumeAttachments()
-		k.vaLister = vaInf.Lister()
-		wakeAll := func(any) { k.wakeAll() }
-		if _, err := vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: wakeAll, UpdateFunc: func(_, o any) { wakeAll(o) }, DeleteFunc: wakeAll,
-		}); err != nil {
-			return fmt.Errorf("watching volume attachments for %s: %w", k.cfg.NodeName, err)
-		}
-	}
-	if vaFactory != nil {
-		vaFactory.Start(ctx.Done())
+		k.vaLister = &lazyAttachments{k: k, ctx: ctx, factory: vaFactory}
 	}
 	k.goFunc(func() { inf.RunWithContext(ctx) })
 	k.goFunc(func() {

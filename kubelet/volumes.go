@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // VolumeID names the RWO volume behind a pod's persistentVolumeClaim volume:
@@ -89,4 +92,60 @@ func (g volumeAttachmentGetter) Get(name string) (*storagev1.VolumeAttachment, e
 	ctx, cancel := context.WithTimeout(context.Background(), g.k.cfg.RequestTimeout)
 	defer cancel()
 	return g.k.cfg.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+}
+
+// lazyAttachments is the kubelet's VolumeAttachment lister when it watches
+// them (not Config.GetVolumeAttachments): the informer starts the first time
+// a worker asks for an attachment, that is once a pod with an RWO volume is
+// on the node. Until it has listed, an attachment is not found, so the
+// worker waits; its handler wakes every worker on each attachment it lists
+// or sees change, as before. A node that never runs such a pod keeps no
+// watch of every attachment in the cluster, and no informer's goroutines:
+// about a third of an idle kubelet's, at thousands of nodes.
+type lazyAttachments struct {
+	k       *Kubelet
+	ctx     context.Context // the kubelet's Run
+	factory informers.SharedInformerFactory
+
+	once   sync.Once
+	lister storagelisters.VolumeAttachmentLister
+	err    error
+}
+
+var _ storagelisters.VolumeAttachmentLister = (*lazyAttachments)(nil)
+
+// start starts the informer once, and returns its lister.
+func (l *lazyAttachments) start() (storagelisters.VolumeAttachmentLister, error) {
+	l.once.Do(func() {
+		inf := l.factory.Storage().V1().VolumeAttachments()
+		wakeAll := func(any) { l.k.wakeAll() }
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: wakeAll, UpdateFunc: func(_, o any) { wakeAll(o) }, DeleteFunc: wakeAll,
+		}); err != nil {
+			l.err = fmt.Errorf("watching volume attachments for %s: %w", l.k.cfg.NodeName, err)
+			return
+		}
+		l.lister = inf.Lister()
+		l.k.log.Info("watching volume attachments", "reason", "a pod with an RWO volume")
+		l.factory.Start(l.ctx.Done()) // a no-op once Run is shutting the factory down
+	})
+	return l.lister, l.err
+}
+
+// List lists the attachments the informer holds.
+func (l *lazyAttachments) List(sel labels.Selector) ([]*storagev1.VolumeAttachment, error) {
+	lister, err := l.start()
+	if err != nil {
+		return nil, err
+	}
+	return lister.List(sel)
+}
+
+// Get returns the named attachment as the informer holds it.
+func (l *lazyAttachments) Get(name string) (*storagev1.VolumeAttachment, error) {
+	lister, err := l.start()
+	if err != nil {
+		return nil, err
+	}
+	return lister.Get(name)
 }
