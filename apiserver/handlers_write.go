@@ -86,18 +86,20 @@ func checkNamespace(ri *requestInfo, m metav1.Object) error {
 
 // serveCreate answers POST on a collection.
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	obj, warnings, err := s.create(r, ri)
+	data, warnings, err := s.create(r, ri)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeWarnings(w, warnings)
-	writeObject(w, http.StatusCreated, ri.res, obj)
+	// The answer is the object as stored, as a GET answers it: not decoded
+	// and encoded again (a tenth of a create's CPU).
+	writeStored(w, http.StatusCreated, ri.res, data)
 }
 
 // create decodes, authorizes, defaults, validates, admits and stores a new
-// object.
-func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []string, error) {
+// object, and returns its stored encoding.
+func (s *Server) create(r *http.Request, ri *requestInfo) ([]byte, []string, error) {
 	ctx, err := s.withFieldManager(r, "CreateOptions")
 	if err != nil {
 		return nil, nil, err
@@ -117,13 +119,23 @@ func (s *Server) create(r *http.Request, ri *requestInfo) (runtime.Object, []str
 	if err := checkNamespace(ri, m); err != nil {
 		return nil, nil, err
 	}
-	out, err := s.createObject(ctx, ri, obj, m)
-	return out, warnings, err
+	data, err := s.createStored(ctx, ri, obj, m)
+	return data, warnings, err
 }
 
 // createObject defaults, authorizes, admits, validates and stores obj, a
-// new object of ri's resource whose metadata is m.
+// new object of ri's resource whose metadata is m, and returns the object
+// created.
 func (s *Server) createObject(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) (runtime.Object, error) {
+	data, err := s.createStored(ctx, ri, obj, m)
+	if err != nil {
+		return nil, err
+	}
+	return ri.res.decodeStored(data)
+}
+
+// createStored is createObject answering the object's stored encoding.
+func (s *Server) createStored(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) ([]byte, error) {
 	managed := m.GetManagedFields()
 	prepareCreate(ri.res, obj)
 	m.SetManagedFields(managed)
@@ -159,18 +171,18 @@ func (s *Server) createObject(ctx context.Context, ri *requestInfo, obj runtime.
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.storeCreated(ctx, ri, obj, m)
+		data, err := s.storeCreated(ctx, ri, obj, m)
 		if err != nil {
 			release(context.WithoutCancel(ctx))
 		}
-		return out, err
+		return data, err
 	}
 	return s.storeCreated(ctx, ri, obj, m)
 }
 
 // storeCreated validates obj and creates it in the store, drawing a fresh
-// name from generateName until one is free.
-func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) (runtime.Object, error) {
+// name from generateName until one is free; it returns the stored encoding.
+func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.Object, m metav1.Object) ([]byte, error) {
 	generate := m.GetName() == "" && m.GetGenerateName() != ""
 	for attempt := 0; ; attempt++ {
 		if generate {
@@ -191,8 +203,7 @@ func (s *Server) storeCreated(ctx context.Context, ri *requestInfo, obj runtime.
 		if err != nil {
 			return nil, storeError(err, ri.res.gr, m.GetName())
 		}
-		out, err := ri.res.decodeStored(created.Data)
-		return out, err
+		return created.Data, nil
 	}
 }
 
