@@ -32,6 +32,7 @@ var (
 	scaleTime  = flag.Float64("kubelet.timescale", 10, "BenchmarkKubeletScale: cluster time scale")
 	scaleHold  = flag.Duration("kubelet.hold", 60*time.Second, "BenchmarkKubeletScale: scaled time the pods are kept running after the last one started")
 	scaleHeap  = flag.String("kubelet.heapprofile", "", "BenchmarkKubeletScale: write a heap profile here once every pod ran through the hold")
+	scaleGo    = flag.String("kubelet.goroutineprofile", "", "BenchmarkKubeletScale: write a goroutine profile here (debug=1: counted by stack) once every pod ran through the hold")
 )
 
 // BenchmarkKubeletScale measures how many kubelets and running pods one
@@ -176,6 +177,17 @@ func runKubeletScale(b *testing.B, nodes, pods int, scale float64, hold time.Dur
 			b.Error(err)
 		} else {
 			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Error(err)
+			}
+			f.Close()
+		}
+	}
+
+	if *scaleGo != "" {
+		if f, err := os.Create(*scaleGo); err != nil {
+			b.Error(err)
+		} else {
+			if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
 				b.Error(err)
 			}
 			f.Close()
