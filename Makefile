@@ -180,7 +180,7 @@ bench: ## benchmarks (store, API, checker, kubelet scale), then the store beside
 # the ratios (nested module bench/etcd).
 ETCD_ROUNDS   ?= 5
 ETCD_DURATION ?= 10s
-bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd: writes/s, per CPU-second, ratios
+bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd, and its API beside kube-apiserver+etcd: writes/s, per CPU-second, ratios
 	$(GO) -C bench/etcd run . -rounds $(ETCD_ROUNDS) -duration $(ETCD_DURATION)
 
 # The scale scenario: pets and spread on 5,000 nodes in three zones, zones

@@ -42,6 +42,10 @@ func newWorkload(size int) *workload {
 			Annotations: map[string]string{"pad": ""},
 		},
 		Spec: corev1.PodSpec{
+			SchedulerName: benchSchedulerName,
+			// kube-apiserver's ServiceAccount admission would mount a token
+			// volume into the pod, which podsafe's API server does not.
+			AutomountServiceAccountToken: new(false),
 			Containers: []corev1.Container{{
 				Name:  "main",
 				Image: "registry.example/storebench/main:1.0",

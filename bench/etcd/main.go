@@ -16,6 +16,13 @@
 //   - podsafe-raw: the same three members without the API server: Store.Create
 //     called in the child process itself, spread over the three members. The
 //     difference to podsafe-api is what the Kubernetes API layer costs.
+//   - kube-api: what podsafe-api stands in for, from the same build of the
+//     real binaries: three etcd members and a kube-apiserver in front of
+//     each (the kube target's configuration, TLS throughout, on loopback),
+//     the same client-go creates; CPU is the six processes'. podsafe-api /
+//     kube-api is the fair ratio of the Kubernetes API path; podsafe-raw /
+//     etcd that of the store alone. Skipped with a message without a
+//     cached build (make kube-binaries).
 //
 // A system's CPU is the user+system time of its server processes during the
 // measured window (/proc/PID/stat; getrusage for podsafe-raw, whose clients
@@ -45,6 +52,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/podsafe/podsafe/target/kube/binaries"
 )
 
 // The systems a round measures.
@@ -52,7 +61,11 @@ const (
 	sysEtcd       = "etcd"
 	sysPodsafeAPI = "podsafe-api"
 	sysPodsafeRaw = "podsafe-raw"
+	sysKubeAPI    = "kube-api"
 )
+
+// allSystems are the systems, in the order a round measures them.
+var allSystems = []string{sysEtcd, sysKubeAPI, sysPodsafeAPI, sysPodsafeRaw}
 
 type options struct {
 	etcd     string
@@ -65,6 +78,8 @@ type options struct {
 	dir      string
 	profile  string
 	verbose  bool
+	// kube is the cached build of the Kubernetes binaries (kube-api).
+	kube binaries.Paths
 }
 
 func main() {
@@ -83,15 +98,15 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
 	flag.IntVar(&o.clients, "clients", 32, "concurrent clients")
 	flag.IntVar(&o.size, "size", 1024, "approximate size of each object in bytes")
-	flag.StringVar(&systems, "systems", strings.Join([]string{sysEtcd, sysPodsafeAPI, sysPodsafeRaw}, ","), "systems to measure, comma-separated")
+	flag.StringVar(&systems, "systems", strings.Join(allSystems, ","), "systems to measure, comma-separated")
 	flag.StringVar(&o.dir, "dir", "", "directory for the members' data (default: a new temporary directory, removed at the end)")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write CPU profiles of podsafe's measured windows into this directory (the last round's are kept)")
 	flag.BoolVar(&o.verbose, "v", false, "pass the servers' logs through")
 	flag.Parse()
 	o.systems = strings.Split(systems, ",")
 	for _, s := range o.systems {
-		if !slices.Contains([]string{sysEtcd, sysPodsafeAPI, sysPodsafeRaw}, s) {
-			fmt.Fprintf(os.Stderr, "-systems: unknown system %q (want %s, %s or %s)\n", s, sysEtcd, sysPodsafeAPI, sysPodsafeRaw)
+		if !slices.Contains(allSystems, s) {
+			fmt.Fprintf(os.Stderr, "-systems: unknown system %q (want some of %s)\n", s, strings.Join(allSystems, ", "))
 			os.Exit(2)
 		}
 	}
@@ -121,6 +136,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		} else {
 			o.etcd = bin
 			fmt.Fprintf(out, "etcd: %s (%s)\n", bin, etcdVersion(bin))
+		}
+	}
+	if slices.Contains(o.systems, sysKubeAPI) {
+		paths, err := findKube()
+		if err != nil {
+			fmt.Fprintf(out, "skipping kube-api: %v\n", err)
+			o.systems = slices.DeleteFunc(o.systems, func(s string) bool { return s == sysKubeAPI })
+		} else {
+			o.kube = paths
+			fmt.Fprintf(out, "kube-api: kube-apiserver %s and etcd %s from %s\n", paths.Versions.Kubernetes, paths.Versions.Etcd, paths.Dir)
 		}
 	}
 	if len(o.systems) == 0 {
@@ -182,6 +207,8 @@ func measure(ctx context.Context, o options, w *workload, sys, dir string) (resu
 		r, err = measureEtcd(ctx, o, w, dir)
 	case sysPodsafeAPI:
 		r, err = measurePodsafeAPI(ctx, o, w, dir)
+	case sysKubeAPI:
+		r, err = measureKubeAPI(ctx, o, w, dir)
 	default:
 		r, err = measurePodsafeRaw(ctx, o, w, dir)
 	}

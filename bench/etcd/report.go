@@ -59,9 +59,9 @@ func (s spread) format(f string) string {
 }
 
 // summarize prints, per system, min/median/max of writes/s and writes per
-// CPU-second and the errors of all rounds, then podsafe's ratios to etcd:
-// of each round's pair (same round, so the same machine weather), min /
-// median / max.
+// CPU-second and the errors of all rounds, then the ratios of every other
+// system to etcd and of podsafe-api to kube-api: of each round's pair
+// (same round, so the same machine weather), min / median / max.
 func summarize(out io.Writer, systems []string, results []result) {
 	by := map[string][]result{}
 	for _, r := range results {
@@ -83,30 +83,45 @@ func summarize(out io.Writer, systems []string, results []result) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t%d\n", sys, len(rs), spreadOf(rate).format("%.0f"), spreadOf(per).format("%.0f"), spreadOf(cores).med, errs)
 	}
 	tw.Flush()
-	etcd := map[int]result{}
-	for _, r := range by[sysEtcd] {
-		etcd[r.round] = r
+	var others []string
+	for _, sys := range systems {
+		if sys != sysEtcd {
+			others = append(others, sys)
+		}
 	}
-	if len(etcd) == 0 {
+	ratios(out, by, sysEtcd, others)
+	// The fair pair for the API path: podsafe's API servers and store
+	// against kube-apiserver and etcd, both behind the same client-go calls.
+	if slices.Contains(systems, sysPodsafeAPI) {
+		ratios(out, by, sysKubeAPI, []string{sysPodsafeAPI})
+	}
+}
+
+// ratios prints each of systems' ratios to anchor, of each round's pair
+// (same round, so the same machine weather): min / median / max. Nothing
+// when anchor was not measured.
+func ratios(out io.Writer, by map[string][]result, anchor string, systems []string) {
+	base := map[int]result{}
+	for _, r := range by[anchor] {
+		base[r.round] = r
+	}
+	if len(base) == 0 || len(systems) == 0 {
 		return
 	}
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ratio to etcd\twrites/s (min / median / max)\tper CPU-second (min / median / max)")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "ratio to %s\twrites/s (min / median / max)\tper CPU-second (min / median / max)\n", anchor)
 	for _, sys := range systems {
-		if sys == sysEtcd {
-			continue
-		}
 		var rate, per []float64
 		for _, r := range by[sys] {
-			e, ok := etcd[r.round]
+			e, ok := base[r.round]
 			if !ok || e.rate() == 0 || e.perCPU() == 0 {
 				continue
 			}
 			rate = append(rate, r.rate()/e.rate())
 			per = append(per, r.perCPU()/e.perCPU())
 		}
-		fmt.Fprintf(tw, "%s / etcd\t%s\t%s\n", sys, spreadOf(rate).format("%.2f×"), spreadOf(per).format("%.2f×"))
+		fmt.Fprintf(tw, "%s / %s\t%s\t%s\n", sys, anchor, spreadOf(rate).format("%.2f×"), spreadOf(per).format("%.2f×"))
 	}
 	tw.Flush()
 }

@@ -71,6 +71,30 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
+	if strings.Contains(out.String(), "kube-api") {
+		t.Errorf("a summary without kube-api rounds speaks of it:\n%s", out.String())
+	}
+
+	// With kube-api: every system against etcd, and podsafe-api against
+	// kube-api round by round.
+	out.Reset()
+	summarize(&out, []string{sysEtcd, sysKubeAPI, sysPodsafeAPI}, []result{
+		{system: sysEtcd, round: 0, writes: 1000, wall: sec, cpu: sec},
+		{system: sysKubeAPI, round: 0, writes: 400, wall: sec, cpu: 2 * sec},
+		{system: sysPodsafeAPI, round: 0, writes: 500, wall: sec, cpu: sec / 2},
+		{system: sysEtcd, round: 1, writes: 2000, wall: sec, cpu: sec},
+		{system: sysKubeAPI, round: 1, writes: 1000, wall: sec, cpu: sec},
+		{system: sysPodsafeAPI, round: 1, writes: 3000, wall: sec, cpu: sec},
+	})
+	for _, want := range []string{
+		"kube-api / etcd     0.40× / 0.45× / 0.50×          0.20× / 0.35× / 0.50×",
+		"ratio to kube-api",
+		"podsafe-api / kube-api  1.25× / 2.12× / 3.00×          3.00× / 4.00× / 5.00×",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
 }
 
 func TestNewWorkload(t *testing.T) {
