@@ -30,7 +30,7 @@ FAILPOINT_TMP      = tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; export TMPDI
 # The default short suite: the README's main job.
 RUNFLAGS  ?= --workload register --nemesis partition --time-limit 30s
 
-.PHONY: help build test unit lint vet fmt bench bench-etcd scale run chaos chaos-kube conformance conformance-loaded conformance-kube kubectl-conformance client-conformance clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz mutation
+.PHONY: help build test unit lint vet fmt bench bench-etcd bench-scale scale run chaos chaos-kube conformance conformance-loaded conformance-kube kubectl-conformance client-conformance clean failpoint-toolexec failpoint-env build-failpoints test-failpoints check-clean bugzoo oracle fuzz mutation
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -182,6 +182,19 @@ ETCD_ROUNDS   ?= 5
 ETCD_DURATION ?= 10s
 bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd, and its API beside kube-apiserver+etcd: writes/s, per CPU-second, ratios
 	$(GO) -C bench/etcd run . -rounds $(ETCD_ROUNDS) -duration $(ETCD_DURATION)
+
+# Kubernetes' own limits in one process: 5,000 kubelets and 150,000 running
+# pods (BenchmarkKubeletScale), at time scale 1 as a real cluster's leases
+# and statuses run, with the Go heap held under BENCH_SCALE_MEMLIMIT (a soft
+# limit: the collector works harder near it rather than let the heap double).
+# About 20 minutes of both cores; peak RSS, live heap, goroutines, creates/s
+# and create->Running percentiles are printed.
+BENCH_SCALE_NODES    ?= 5000
+BENCH_SCALE_PODS     ?= 150000
+BENCH_SCALE_MEMLIMIT ?= 18GiB
+bench-scale: ## 5,000 nodes and 150,000 running pods in one process (BenchmarkKubeletScale at time scale 1); about 20 minutes, under 20 GiB
+	GOMEMLIMIT=$(BENCH_SCALE_MEMLIMIT) $(GO) test -run '^$$' -bench KubeletScale -benchtime 1x -timeout 2h ./cluster/ \
+	  -args -kubelet.nodes $(BENCH_SCALE_NODES) -kubelet.pods $(BENCH_SCALE_PODS) -kubelet.timescale 1 -kubelet.hold 60s
 
 # The scale scenario: pets and spread on 5,000 nodes in three zones, zones
 # cut in turn (scenarios/scale-5k.yaml); SCALEFLAGS adds flags (--nodes 500
