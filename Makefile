@@ -191,7 +191,7 @@ bench-etcd: ## podsafe's store (through its API and raw) beside a real etcd, and
 # and create->Running percentiles are printed.
 BENCH_SCALE_NODES    ?= 5000
 BENCH_SCALE_PODS     ?= 150000
-BENCH_SCALE_MEMLIMIT ?= 18GiB
+BENCH_SCALE_MEMLIMIT ?= 19GiB
 bench-scale: ## 5,000 nodes and 150,000 running pods in one process (BenchmarkKubeletScale at time scale 1); about 20 minutes, under 20 GiB
 	GOMEMLIMIT=$(BENCH_SCALE_MEMLIMIT) $(GO) test -run '^$$' -bench KubeletScale -benchtime 1x -timeout 2h ./cluster/ \
 	  -args -kubelet.nodes $(BENCH_SCALE_NODES) -kubelet.pods $(BENCH_SCALE_PODS) -kubelet.timescale 1 -kubelet.hold 60s
