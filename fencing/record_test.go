@@ -122,3 +122,35 @@ func TestSpecRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestFencedTaintNeedsKeyAndEffect: the fence's taint is TaintFenced with
+// effect NoExecute; the same key with a milder effect, or another NoExecute
+// taint (the node controller's unreachable taint), is not the fence, and a
+// cordoned node carrying only one of them is not fenced.
+func TestFencedTaintNeedsKeyAndEffect(t *testing.T) {
+	node := func(taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints}}
+	}
+	fence := corev1.Taint{Key: TaintFenced, Effect: corev1.TaintEffectNoExecute}
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"the fence's taint", node(fence), true},
+		{"the fence's taint after another", node(corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}, fence), true},
+		{"the fence's key, NoSchedule", node(corev1.Taint{Key: TaintFenced, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"another key, NoExecute", node(corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}), false},
+		{"no taint", node(), false},
+	} {
+		if got := fencedTaint(tc.node) != nil; got != tc.want {
+			t.Errorf("%s: fencedTaint found one = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := specRecorded(tc.node, 0); got != tc.want {
+			t.Errorf("%s: specRecorded = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := fencedTaint(node(corev1.Taint{Key: "x", Effect: corev1.TaintEffectNoExecute}, fence)); got == nil || got.Key != TaintFenced {
+		t.Errorf("fencedTaint returned %+v, want the fence's taint", got)
+	}
+}
