@@ -237,6 +237,15 @@ type memoryPressure struct {
 	since     time.Time // when pressure last changed; zero before any change
 	softSince time.Time // when usage went above EvictionSoft; zero while below
 	changed   chan struct{}
+	// unposted is set when pressure began and cleared once the node's
+	// status said so: a pressure that ended before a status post could
+	// carry it is still posted once (from trueSince), then the current
+	// state. Upstream's kubelet holds the condition for its eviction
+	// pressure transition period (5 minutes) after the last look that saw
+	// pressure, so a status post always carries it; podsafe drops it at
+	// once but never silently.
+	unposted  bool
+	trueSince time.Time
 }
 
 // observe records one look at memory at now and returns whether the
@@ -257,6 +266,9 @@ func (p *memoryPressure) observe(pressure, soft bool, now time.Time) (changed bo
 		return false, softFor
 	}
 	p.pressure, p.since = pressure, now
+	if pressure {
+		p.unposted, p.trueSince = true, now
+	}
 	if p.changed == nil {
 		p.changed = make(chan struct{}, 1)
 	}
@@ -272,6 +284,37 @@ func (p *memoryPressure) current() (bool, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.pressure, p.since
+}
+
+// toPost returns the pressure a node status post carries and since when:
+// the current one, unless pressure began and ended again before any post
+// carried it (then that pressure, stale, which reported must be told of).
+func (p *memoryPressure) toPost() (pressure bool, since time.Time, stale bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unposted && !p.pressure {
+		return true, p.trueSince, true
+	}
+	return p.pressure, p.since, false
+}
+
+// posted records that a node status carrying pressure was posted; after a
+// stale one, the current state is due at once.
+func (p *memoryPressure) posted(pressure, stale bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pressure {
+		p.unposted = false
+	}
+	if stale {
+		if p.changed == nil {
+			p.changed = make(chan struct{}, 1)
+		}
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // changes delivers a value after the pressure changed, so the node status

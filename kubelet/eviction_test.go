@@ -496,3 +496,50 @@ func TestMemoryPressureChangeLogged(t *testing.T) {
 		})
 	}
 }
+
+// TestPressureNeverLostBetweenPosts: a memory pressure that began and ended
+// between two node status posts is still posted once, with the time it
+// began, and the post after it (asked for at once) carries the current
+// state; pressure already posted, or never seen, is posted as it is.
+func TestPressureNeverLostBetweenPosts(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p memoryPressure
+	ch := p.changes()
+	if pressure, _, stale := p.toPost(); pressure || stale {
+		t.Fatalf("before any pressure: post %v (stale %v), want false", pressure, stale)
+	}
+	p.observe(true, false, t0)
+	p.observe(false, false, t0.Add(2*time.Second))
+	<-ch // the two changes, coalesced into one signal
+	pressure, since, stale := p.toPost()
+	if !pressure || !stale || !since.Equal(t0) {
+		t.Fatalf("pressure seen and gone before a post: post %v since %v (stale %v), want true since %v, stale", pressure, since, stale, t0)
+	}
+	p.posted(pressure, stale)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("after posting a stale pressure, no post of the current state was asked for")
+	}
+	pressure, since, stale = p.toPost()
+	if pressure || stale || !since.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("after the stale post: post %v since %v (stale %v), want false since %v", pressure, since, stale, t0.Add(2*time.Second))
+	}
+	p.posted(pressure, stale)
+	select {
+	case <-ch:
+		t.Fatal("a post of the current state asked for another")
+	default:
+	}
+
+	// Pressure posted while it lasts is not posted again once gone.
+	p.observe(true, false, t0.Add(10*time.Second))
+	if pressure, _, stale := p.toPost(); !pressure || stale {
+		t.Fatalf("under pressure: post %v (stale %v), want true, current", pressure, stale)
+	}
+	p.posted(true, false)
+	p.observe(false, false, t0.Add(12*time.Second))
+	if pressure, _, stale := p.toPost(); pressure || stale {
+		t.Fatalf("pressure posted, then gone: post %v (stale %v), want false", pressure, stale)
+	}
+}

@@ -74,7 +74,7 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
 	}
-	pressure, since := k.mem.current()
+	pressure, since, stale := k.mem.toPost()
 	var oldPressure *corev1.NodeCondition
 	var conds []corev1.NodeCondition
 	for _, c := range node.Status.Conditions {
@@ -107,6 +107,7 @@ func (k *Kubelet) syncNode(ctx context.Context) error {
 	if _, err := nodes.UpdateStatus(rctx, node, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("posting status of node %s: %w", k.cfg.NodeName, err)
 	}
+	k.mem.posted(pressure, stale)
 	if k.cfg.CSIAttachments {
 		reported := make(map[string]bool, len(inUse))
 		fresh := false
