@@ -163,6 +163,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		byKey[o.Key] = stored{data: []byte(o.Data), rv: o.RV, uid: d.str(fieldUID)}
 	}
 
+	// Counted before the state is published: whoever waits for the
+	// snapshot's index to be applied then finds the restore counted.
+	f.snapshotRestored(hdr.Applied, hdr.Count)
 	f.mu.Lock()
 	f.objects = objects
 	f.setAppliedLocked(hdr.Applied)
@@ -170,6 +173,5 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.reindexLocked()
 	f.mu.Unlock()
 	f.log.Info("restored snapshot", "applied", hdr.Applied, "objects", hdr.Count)
-	f.snapshotRestored(hdr.Applied, hdr.Count)
 	return nil
 }
