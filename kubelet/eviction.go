@@ -269,6 +269,13 @@ func (p *memoryPressure) observe(pressure, soft bool, now time.Time) (changed bo
 	if pressure {
 		p.unposted, p.trueSince = true, now
 	}
+	p.signalLocked()
+	return true, softFor
+}
+
+// signalLocked asks for a node status post (changes), coalescing with one
+// not yet taken.
+func (p *memoryPressure) signalLocked() {
 	if p.changed == nil {
 		p.changed = make(chan struct{}, 1)
 	}
@@ -276,7 +283,6 @@ func (p *memoryPressure) observe(pressure, soft bool, now time.Time) (changed bo
 	case p.changed <- struct{}{}:
 	default:
 	}
-	return true, softFor
 }
 
 // current returns the pressure and when it last changed (zero: never).
@@ -307,13 +313,7 @@ func (p *memoryPressure) posted(pressure, stale bool) {
 		p.unposted = false
 	}
 	if stale {
-		if p.changed == nil {
-			p.changed = make(chan struct{}, 1)
-		}
-		select {
-		case p.changed <- struct{}{}:
-		default:
-		}
+		p.signalLocked()
 	}
 }
 

@@ -31,7 +31,6 @@ func TestAttachmentsWatchedOnlyOnceAsked(t *testing.T) {
 		workers: map[types.UID]*podWorker{"u1": w}}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	defer factory.Shutdown()
-	defer cancel()
 	l := &lazyAttachments{k: k, ctx: ctx, factory: factory}
 
 	pv := "pv-a"
