@@ -30,7 +30,7 @@ func TestAttachmentsWatchedOnlyOnceAsked(t *testing.T) {
 	k := &Kubelet{cfg: Config{Client: client, NodeName: "node-1"}, log: slog.New(slog.DiscardHandler),
 		workers: map[types.UID]*podWorker{"u1": w}}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	defer factory.Shutdown()
+	defer func() { cancel(); factory.Shutdown() }() // Shutdown waits for the informers, which stop on ctx
 	l := &lazyAttachments{k: k, ctx: ctx, factory: factory}
 
 	pv := "pv-a"
