@@ -232,6 +232,14 @@ func registry() []checkerDef {
 			return nodeLeasesRecorded(v.h) || v.podText(func(pi *podIndex) bool { return pi.taintMarked }, nodeHealthApplies)
 		},
 		check: checkNodeHealth,
+	}, {
+		Info: Info{
+			Name:        ConvergenceChecker,
+			Description: "from the store's record of pods, nodes, StatefulSets and ReplicaSets at the history's end: once every fault healed the cluster converged within its stated bound (5 minutes of cluster time plus the longest grace period): no pod is left terminating or Pending on a Ready node, every ReplicaSet has its replicas active, every pet is created, replaced and scaled down, and every pending pod was judged by the scheduler",
+			Guarantees:  convergenceGuarantees,
+		},
+		applies: onHistoryIf(convergenceApplies),
+		check:   onHistory(CheckConvergence),
 	}}
 }
 

@@ -132,6 +132,7 @@ func applicable(h *history.History) []string {
 	add(preemptApplies(h), PreemptionChecker)
 	add(spreadApplies(h), SpreadChecker)
 	add(nodeHealthApplies(h), NodeHealthChecker)
+	add(convergenceApplies(h), ConvergenceChecker)
 	return out
 }
 

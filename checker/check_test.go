@@ -85,9 +85,11 @@ func TestCatalogNamesEveryChecker(t *testing.T) {
 	ran := map[string]bool{}
 	// A container's probes and a kill for one.
 	probes := prClean().history()
-	for i, hist := range []*history.History{h, preempt, spread, &nb.h, probes} {
+	// A cluster converged after its final heal.
+	settled := cvHistory(t, converged(), time.Second)
+	for i, hist := range []*history.History{h, preempt, spread, &nb.h, probes, settled} {
 		for _, r := range Check(context.Background(), hist, Options{}) {
-			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker && r.Checker != NodeHealthChecker && r.Checker != ProbeChecker {
+			if i > 0 && r.Checker != PreemptionChecker && r.Checker != SpreadChecker && r.Checker != NodeHealthChecker && r.Checker != ProbeChecker && r.Checker != ConvergenceChecker {
 				continue // the scheduler's, nodes' and probes' histories are minimal for their checkers only
 			}
 			ran[r.Checker] = true

@@ -63,6 +63,11 @@ const ExtraCheckers = "checkers"
 // operations per second the run had (absent: none).
 const ExtraRate = "rate"
 
+// ExtraTimeScale is the Meta.Extra key holding the run's time scale: how
+// many times faster than wall time the cluster's clock ran (absent: not
+// recorded).
+const ExtraTimeScale = "time_scale"
+
 // ExtraTarget is the Meta.Extra key naming the system under test a run was
 // made on: TargetEmbedded, "kube" or "kubeconfig" (absent: not recorded).
 const ExtraTarget = "target"

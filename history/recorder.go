@@ -37,6 +37,10 @@ type Recorder struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	// storeObserver, when set, is told every store line as it is written
+	// (see ObserveStore).
+	storeObserver atomic.Pointer[func(StoreEvent)]
 }
 
 // Create creates a new history file at path (it must not exist), writes meta
@@ -158,7 +162,26 @@ func (r *Recorder) Ledger(e LedgerEntry) {
 
 // Store records one committed store change.
 func (r *Recorder) Store(e StoreEvent) {
-	r.write(KindStore, r.Now().Nanoseconds(), e)
+	t := r.Now().Nanoseconds()
+	r.write(KindStore, t, e)
+	if f := r.storeObserver.Load(); f != nil {
+		e.T = t
+		(*f)(e)
+	}
+}
+
+// ObserveStore makes f see every store line recorded from now on, after it
+// is written, with its time set: a run follows the state the history will
+// show without reading the file back. f is called from the goroutines that
+// record, concurrently, and must not keep e.Object's bytes past the call
+// unless they are not reused (recorders never reuse them). A later call
+// replaces f; nil stops it.
+func (r *Recorder) ObserveStore(f func(StoreEvent)) {
+	if f == nil {
+		r.storeObserver.Store(nil)
+		return
+	}
+	r.storeObserver.Store(&f)
 }
 
 // Watch records one watch line (the opening of a watch request, an event

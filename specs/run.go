@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsafe/podsafe/apiserver"
+	"github.com/podsafe/podsafe/checker"
 	"github.com/podsafe/podsafe/cluster"
 	"github.com/podsafe/podsafe/history"
 	"github.com/podsafe/podsafe/internal/atomicfile"
@@ -47,8 +48,17 @@ type RunOptions struct {
 	// it is saved in the history and results (nil: none).
 	Rerun func(dir string) string
 	// SettleTime is how long the cluster runs healed after the workload stops
-	// and before it is shut down (default 1 s).
+	// and before it is shut down (default 1 s). A run that was not
+	// interrupted then waits, for up to ConvergeWait more, for the cluster
+	// to converge (checker.Divergences), as Jepsen waits for recovery before
+	// its final reads: the convergence checker judges the end state.
 	SettleTime time.Duration
+	// ConvergeWait bounds the wait for convergence after SettleTime, in
+	// wall time (default 60 s; 20 s at time scale 1, where the bound the
+	// checker needs, minutes of cluster time, is out of reach anyway). The
+	// wait ends as soon as the cluster converged, or once it ran healed
+	// for checker.ConvergenceBound of cluster time.
+	ConvergeWait time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
 	// Compress replaces the history by history.jsonl.gz once the run is
@@ -92,6 +102,12 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if opts.SettleTime == 0 {
 		opts.SettleTime = time.Second
 	}
+	if opts.ConvergeWait == 0 {
+		opts.ConvergeWait = 60 * time.Second
+		if s.TimeScale <= 1 {
+			opts.ConvergeWait = 20 * time.Second
+		}
+	}
 	if opts.CheckTimeout == 0 {
 		opts.CheckTimeout = 60 * time.Second
 	}
@@ -119,7 +135,8 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 	if target == "" {
 		target = TargetEmbedded
 	}
-	extra := map[string]string{"rerun": rerun, history.ExtraTarget: target}
+	extra := map[string]string{"rerun": rerun, history.ExtraTarget: target,
+		history.ExtraTimeScale: strconv.FormatFloat(s.TimeScale, 'g', -1, 64)}
 	if len(s.Steps) == 0 {
 		// The workload runs: the checkers every run of it feeds must find
 		// something to judge (a scripted run runs steps instead).
@@ -138,10 +155,14 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		return out, fmt.Errorf("creating history: %w", err)
 	}
 	res := report.Results{Scenario: s.Name, Target: s.Target, Seed: s.Seed, Dir: dir, Rerun: rerun, Started: started}
+	// The state the store lines show, followed as they are recorded, for
+	// the wait for convergence at the end.
+	final := checker.NewFinalTracker()
+	rec.ObserveStore(final.Observe)
 	logPolicies(rec, s.Policies)
 	loadStart := sampleLoad()
 	logLoad(rec, "at the start", loadStart)
-	runErr := execute(ctx, s, opts, rec, log, &res)
+	runErr := execute(ctx, s, opts, rec, log, &res, final)
 	loadEnd := sampleLoad()
 	logLoad(rec, "at the end", loadEnd)
 	res.Load = loadBetween(loadStart, loadEnd)
@@ -208,7 +229,7 @@ type system struct {
 	stop     func()
 }
 
-func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, log *slog.Logger, res *report.Results) error {
+func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, log *slog.Logger, res *report.Results, final *checker.FinalTracker) error {
 	// One stream per consumer, each derived from the seed, so the nemesis and
 	// the workload draw independently and reproducibly.
 	nemesisRng := mrand.New(mrand.NewPCG(s.Seed, 1))
@@ -237,8 +258,8 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		runCtx, stop := runContext(ctx, s, opts, res)
 		defer stop()
 		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, sys.adminCfg, rec)
-		rec.Log("steps finished; all cuts healed", map[string]string{"err": fmt.Sprint(err)})
-		time.Sleep(opts.SettleTime)
+		rec.Log(checker.LogStepsHealed, map[string]string{"err": fmt.Sprint(err)})
+		settle(ctx, s, opts, rec, res, final, time.Now())
 		return err
 	}
 
@@ -287,9 +308,11 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	wlErr = errors.Join(wlErr, waitWatchers())
 	nemesisDone := make(chan struct{})
 	go func() { wg.Wait(); close(nemesisDone) }()
+	var healed time.Time // zero: some fault may still be active
 	select {
 	case <-nemesisDone:
-		rec.Log("workload finished; all faults healed", nil)
+		rec.Log(checker.LogWorkloadHealed, nil)
+		healed = time.Now()
 	case <-time.After(nemesisStopGrace):
 		// A fault stuck injecting or healing must not hold the run (and
 		// its history) hostage: the run ends, says so, and is checked.
@@ -304,7 +327,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("composed nemesis finished", map[string]string{"injected": fmt.Sprint(sched.Injected()),
 			"skipped": fmt.Sprint(sched.Skipped())})
 	}
-	time.Sleep(opts.SettleTime)
+	settle(ctx, s, opts, rec, res, final, healed)
 	if nemErr := nemesisErr(nemesisDone, &nemErr); nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
 		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
@@ -316,6 +339,49 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("warning", map[string]string{"warning": w})
 	}
 	return wlErr
+}
+
+// settle lets the healed cluster run for opts.SettleTime, then, unless the
+// run was interrupted or some fault may still be active (healed is zero),
+// waits until the state final follows shows no divergence or the cluster
+// has run healed (since healed) for the convergence bound of cluster time,
+// for at most opts.ConvergeWait more, and records how it ended.
+func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time) {
+	sleepCtx(ctx, opts.SettleTime)
+	if healed.IsZero() || res.Interrupted || ctx.Err() != nil {
+		return
+	}
+	deadline := time.Now().Add(opts.ConvergeWait)
+	scale := max(s.TimeScale, 1)
+	for {
+		began := time.Now()
+		st := final.State()
+		div, err := checker.Divergences(st)
+		healedFor := time.Since(healed)
+		// A little past the bound, so the recorder's clock, which the
+		// checker reads, has passed it too.
+		need := time.Duration(float64(checker.ConvergenceBound(st))/scale) + 100*time.Millisecond
+		converged := err == nil && len(div) == 0
+		if converged || healedFor >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
+			attrs := map[string]string{
+				"converged": strconv.FormatBool(converged),
+				"waited":    (time.Duration(float64(healedFor) * scale)).Round(time.Millisecond).String(),
+				"bound":     checker.ConvergenceBound(st).String(),
+			}
+			if err != nil {
+				attrs["error"] = err.Error()
+			}
+			if len(div) > 0 {
+				attrs["divergences"] = strconv.Itoa(len(div))
+				attrs["first"] = div[0].String()
+			}
+			rec.Log(checker.LogConvergence, attrs)
+			return
+		}
+		// Judging 150,000 pods takes a while: the wait looks again after
+		// twice as long as it took, and at least 50 ms.
+		sleepCtx(ctx, max(50*time.Millisecond, 2*time.Since(began)))
+	}
 }
 
 // nemesisStopGrace bounds the wait for the nemesis schedule once the run's

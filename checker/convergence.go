@@ -1,0 +1,577 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// ConvergenceChecker names the convergence checker in results.
+const ConvergenceChecker = "convergence"
+
+// convergenceGuarantees are what a cluster that does not settle once every
+// fault healed breaks: a kubelet finishes each graceful deletion (PS-4,
+// LC-11), a ReplicaSet replaces what it lost (PS-7), a pet is replaced once
+// its old object is gone (PS-11), and a pet set that may be unavailable
+// while a node is cut off (PS-12) is available again once it is not.
+var convergenceGuarantees = []string{"PS-4", "LC-11", "PS-7", "PS-11", "PS-12"}
+
+// The log messages with which a run says every fault has healed: from then
+// on the cluster runs undisturbed until the history ends.
+const (
+	LogWorkloadHealed = "workload finished; all faults healed"
+	LogStepsHealed    = "steps finished; all cuts healed"
+)
+
+// LogConvergence is the log message with which a run records its wait for
+// the cluster to converge (attributes "converged", "waited" in scaled
+// seconds, "bound" in scaled seconds, "divergences"). The checker judges
+// the store's record, not this line; it is for people reading the history.
+const LogConvergence = "convergence"
+
+// ConvergenceBase is the time a healed cluster is given to converge, on
+// its own (scaled) clock, on top of the longest grace period of its pods:
+// a node's status post and lease renewal (10 s), the controllers'
+// retries (at most 10 s apart), the scheduler's back-off (at most 10 s)
+// and the kubelet's wait of max(2 s, remaining grace) fit in it many times
+// over. Upstream's longest stall after a heal, an unschedulable pod left
+// in the unschedulable queue, is 5 minutes; so is this.
+const ConvergenceBase = 5 * time.Minute
+
+// The default scheduler's names: upstream's, which the API defaults, and
+// the empty name of a pod recorded before defaulting.
+const defaultSchedulerName = "default-scheduler"
+
+// FinalState is the cluster's objects at one moment, each the JSON of its
+// Kubernetes object: what Divergences judges. A run builds it from lists
+// while it waits; the checker from the store's record of every change.
+type FinalState struct {
+	Pods, Nodes, StatefulSets, ReplicaSets []json.RawMessage
+}
+
+// Divergence is one way a cluster is not yet where its objects say it
+// should be.
+type Divergence struct {
+	// Key is the object, kind/namespace/name.
+	Key string `json:"key"`
+	// Guarantee is the guarantee whose promise is still open.
+	Guarantee   string `json:"guarantee"`
+	Description string `json:"description"`
+}
+
+func (d Divergence) String() string { return d.Key + ": " + d.Description }
+
+// cvMeta is the metadata the convergence rules read.
+type cvMeta struct {
+	Namespace                  string  `json:"namespace"`
+	Name                       string  `json:"name"`
+	UID                        string  `json:"uid"`
+	DeletionTimestamp          *string `json:"deletionTimestamp"`
+	DeletionGracePeriodSeconds *int64  `json:"deletionGracePeriodSeconds"`
+	OwnerReferences            []struct {
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+		UID        string `json:"uid"`
+		Controller *bool  `json:"controller"`
+	} `json:"ownerReferences"`
+}
+
+type cvPod struct {
+	Metadata cvMeta `json:"metadata"`
+	Spec     struct {
+		NodeName                      string                       `json:"nodeName"`
+		SchedulerName                 string                       `json:"schedulerName"`
+		SchedulingGates               []json.RawMessage            `json:"schedulingGates"`
+		TerminationGracePeriodSeconds *int64                       `json:"terminationGracePeriodSeconds"`
+		InitContainers                []json.RawMessage            `json:"initContainers"`
+		Volumes                       []map[string]json.RawMessage `json:"volumes"`
+	} `json:"spec"`
+	Status struct {
+		Phase      string `json:"phase"`
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+func (p *cvPod) condition(t string) (status, reason string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status, c.Reason
+		}
+	}
+	return "", ""
+}
+
+func (p *cvPod) terminating() bool { return p.Metadata.DeletionTimestamp != nil }
+
+func (p *cvPod) terminal() bool {
+	return p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed"
+}
+
+// runningReady is a pet as the StatefulSet controller waits for it before
+// the next: Running, Ready and not terminating.
+func (p *cvPod) runningReady() bool {
+	st, _ := p.condition("Ready")
+	return p.Status.Phase == "Running" && st == "True" && !p.terminating()
+}
+
+// waitsForVolume reports a pod whose start may wait on a volume attached
+// elsewhere (a claim or a CSI volume): whether that wait is over depends on
+// the node holding it, which these rules do not follow.
+func (p *cvPod) waitsForVolume() bool {
+	for _, v := range p.Spec.Volumes {
+		if v["persistentVolumeClaim"] != nil || v["csi"] != nil || v["ephemeral"] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *cvPod) controller() (kind, uid string) {
+	for _, o := range p.Metadata.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind, o.UID
+		}
+	}
+	return "", ""
+}
+
+func (p *cvPod) grace() int64 {
+	g := int64(30)
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		g = *p.Spec.TerminationGracePeriodSeconds
+	}
+	if d := p.Metadata.DeletionGracePeriodSeconds; d != nil && *d > g {
+		g = *d
+	}
+	return g
+}
+
+type cvSet struct {
+	Metadata cvMeta `json:"metadata"`
+	Spec     struct {
+		Replicas            *int64 `json:"replicas"`
+		PodManagementPolicy string `json:"podManagementPolicy"`
+	} `json:"spec"`
+}
+
+func (s *cvSet) replicas() int64 {
+	if s.Spec.Replicas == nil {
+		return 1 // the API's default
+	}
+	return *s.Spec.Replicas
+}
+
+type cvNode struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []nodeCondition `json:"conditions"`
+	} `json:"status"`
+}
+
+// healthy is a node a kubelet serves: Ready, and not fenced (a fenced node
+// does not come back by itself, PS-14, so what is on it stays as it was).
+func (n *cvNode) healthy() bool {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		switch {
+		case c.Type == "Ready":
+			ready = c.Status == "True"
+		case c.Type == fencedConditionType && c.Status == "True":
+			return false
+		}
+	}
+	return ready
+}
+
+// decodeAll decodes every object of raw into a T; the error names the
+// first that does not decode.
+func decodeAll[T any](kind string, raw []json.RawMessage) ([]T, error) {
+	out := make([]T, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			return nil, fmt.Errorf("%s %d of %d does not decode: %w", kind, i+1, len(raw), err)
+		}
+	}
+	return out, nil
+}
+
+// Divergences lists what in st is not yet where its objects say it should
+// be, in key order. Each rule names what a converged cluster would show,
+// and what excuses an object from it:
+//
+//   - A pod bound to a healthy node (Ready, not fenced) and marked for
+//     deletion is still there: its kubelet has not finished the deletion
+//     (PS-4, LC-11). A pod marked for deletion that never reached a node is
+//     one the API removes at once (GP-6). On a node that is not healthy the
+//     pod waits for the node, which is allowed (PS-12).
+//   - A pod bound to a healthy node is still Pending: its kubelet has not
+//     started it. Pods with init containers (which may run for long) and
+//     pods with a claim, CSI or ephemeral volume (which may wait for a
+//     detach elsewhere) are left out.
+//   - A pod of the default scheduler that is not bound, not marked for
+//     deletion and not gated has no PodScheduled condition False: the
+//     scheduler has not judged it.
+//   - A ReplicaSet (not being deleted) whose active pods (controlled by it,
+//     not marked for deletion, not Succeeded or Failed) are fewer or more
+//     than its replicas (PS-7).
+//   - A StatefulSet (not being deleted) with replicas N: a pet of ordinal
+//     below N that is Succeeded or Failed, not marked for deletion, and
+//     either never bound or bound to a healthy node, is not replaced
+//     (PS-11); a missing pet below N is not created (PS-12), unless the set
+//     is OrderedReady (the default) and a lower ordinal is missing or not
+//     Running and Ready; a pet of ordinal N or above that is not marked for
+//     deletion is not removed, unless the set is OrderedReady and a pet
+//     below N is missing or not Running and Ready (upstream scales down
+//     only a healthy set).
+//
+// Objects that do not decode are an error naming the first.
+func Divergences(st FinalState) ([]Divergence, error) {
+	pods, err := decodeAll[cvPod]("pod", st.Pods)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := decodeAll[cvNode]("node", st.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	sets, err := decodeAll[cvSet]("statefulset", st.StatefulSets)
+	if err != nil {
+		return nil, err
+	}
+	rss, err := decodeAll[cvSet]("replicaset", st.ReplicaSets)
+	if err != nil {
+		return nil, err
+	}
+	healthy := map[string]bool{}
+	for i := range nodes {
+		healthy[nodes[i].Metadata.Name] = nodes[i].healthy()
+	}
+	var out []Divergence
+	add := func(kind string, m *cvMeta, g, format string, args ...any) {
+		out = append(out, Divergence{Key: kind + "/" + m.Namespace + "/" + m.Name, Guarantee: g, Description: fmt.Sprintf(format, args...)})
+	}
+	byController := map[string][]*cvPod{}
+	byName := map[string]*cvPod{}
+	for i := range pods {
+		p := &pods[i]
+		byName[p.Metadata.Namespace+"/"+p.Metadata.Name] = p
+		if _, uid := p.controller(); uid != "" {
+			byController[uid] = append(byController[uid], p)
+		}
+		node := p.Spec.NodeName
+		switch {
+		case p.terminating() && node == "":
+			add("pod", &p.Metadata, "LC-11", "marked for deletion and never bound, yet not removed (the API deletes an unbound pod at once)")
+		case p.terminating() && healthy[node]:
+			add("pod", &p.Metadata, "PS-4", "marked for deletion (grace %s) on node %s, which is Ready, yet not removed: its kubelet has not finished the deletion", graceOf(p), node)
+		case p.terminating() || p.terminal():
+		case node != "" && healthy[node] && p.Status.Phase == "Pending" && len(p.Spec.InitContainers) == 0 && !p.waitsForVolume():
+			add("pod", &p.Metadata, "PS-12", "bound to node %s, which is Ready, yet still Pending: its kubelet has not started it", node)
+		case node == "" && len(p.Spec.SchedulingGates) == 0 && (p.Spec.SchedulerName == "" || p.Spec.SchedulerName == defaultSchedulerName):
+			if st, _ := p.condition("PodScheduled"); st != "False" {
+				add("pod", &p.Metadata, "PS-12", "not bound and not judged unschedulable (no PodScheduled False): the scheduler has not placed it")
+			}
+		}
+	}
+	for i := range rss {
+		rs := &rss[i]
+		if rs.Metadata.DeletionTimestamp != nil {
+			continue
+		}
+		var active int64
+		for _, p := range byController[rs.Metadata.UID] {
+			if kind, _ := p.controller(); kind == "ReplicaSet" && !p.terminating() && !p.terminal() {
+				active++
+			}
+		}
+		if want := rs.replicas(); active != want {
+			add("replicaset", &rs.Metadata, "PS-7", "wants %d replicas and has %d active pods (controlled by it, not terminating, not Succeeded or Failed)", want, active)
+		}
+	}
+	for i := range sets {
+		set := &sets[i]
+		if set.Metadata.DeletionTimestamp != nil {
+			continue
+		}
+		ordered := set.Spec.PodManagementPolicy != "Parallel"
+		n := set.replicas()
+		pet := func(ord int64) *cvPod {
+			p := byName[set.Metadata.Namespace+"/"+set.Metadata.Name+"-"+strconv.FormatInt(ord, 10)]
+			if p == nil {
+				return nil
+			}
+			if _, uid := p.controller(); uid != set.Metadata.UID {
+				return nil // another object of the same name
+			}
+			return p
+		}
+		healthySoFar := true // every pet below the current ordinal is Running and Ready
+		for ord := range n {
+			p := pet(ord)
+			switch {
+			case p == nil && (healthySoFar || !ordered):
+				add("statefulset", &set.Metadata, "PS-12", "wants %d replicas and pet %s-%d does not exist: it was not created", n, set.Metadata.Name, ord)
+			case p != nil && p.terminal() && !p.terminating() && (p.Spec.NodeName == "" || healthy[p.Spec.NodeName]):
+				add("statefulset", &set.Metadata, "PS-11", "pet %s-%d is %s and not marked for deletion, on %s: it was not replaced", set.Metadata.Name, ord, p.Status.Phase, nodeOrNone(p.Spec.NodeName))
+			}
+			if p == nil || !p.runningReady() {
+				healthySoFar = false
+			}
+		}
+		if ordered && !healthySoFar {
+			continue
+		}
+		var extra []string
+		for i := range pods {
+			p := &pods[i]
+			if p.Metadata.Namespace != set.Metadata.Namespace || p.terminating() {
+				continue
+			}
+			if _, uid := p.controller(); uid != set.Metadata.UID {
+				continue
+			}
+			if ord, ok := strings.CutPrefix(p.Metadata.Name, set.Metadata.Name+"-"); ok {
+				if o, err := strconv.ParseInt(ord, 10, 64); err == nil && o >= n {
+					extra = append(extra, p.Metadata.Name)
+				}
+			}
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			add("statefulset", &set.Metadata, "PS-12", "wants %d replicas and still has %s, not marked for deletion: the set was not scaled down", n, strings.Join(extra, ", "))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func graceOf(p *cvPod) string {
+	if d := p.Metadata.DeletionGracePeriodSeconds; d != nil {
+		return strconv.FormatInt(*d, 10) + " s"
+	}
+	return "unknown"
+}
+
+func nodeOrNone(n string) string {
+	if n == "" {
+		return "no node"
+	}
+	return "node " + n + ", which is Ready"
+}
+
+// ConvergenceBound is how long, on the cluster's clock, a healed cluster
+// in state st is given to converge: ConvergenceBase plus the longest grace
+// period of its pods (spec or deletion).
+func ConvergenceBound(st FinalState) time.Duration {
+	var longest int64
+	for _, raw := range st.Pods {
+		var p cvPod
+		if json.Unmarshal(raw, &p) == nil {
+			longest = max(longest, p.grace())
+		}
+	}
+	return ConvergenceBase + time.Duration(longest)*time.Second
+}
+
+// FinalTracker follows store lines and keeps, of every object the
+// convergence rules read, its last recorded version: the state at the end
+// of what it was shown. A run feeds it as it records (Recorder.ObserveStore)
+// and waits on it; the checker feeds it the history's store lines. It is
+// safe for concurrent use.
+type FinalTracker struct {
+	mu    sync.Mutex
+	last  map[trackKey]json.RawMessage // nil once deleted
+	order []trackKey
+}
+
+type trackKey struct{ resource, namespace, name string }
+
+// NewFinalTracker returns an empty tracker.
+func NewFinalTracker() *FinalTracker { return &FinalTracker{last: map[trackKey]json.RawMessage{}} }
+
+// Observe records one store line.
+func (t *FinalTracker) Observe(ev history.StoreEvent) {
+	var r string
+	switch ev.Resource {
+	case "pods", "nodes":
+		r = ev.Resource
+	case "statefulsets.apps", "statefulsets":
+		r = "statefulsets"
+	case "replicasets.apps", "replicasets":
+		r = "replicasets"
+	default:
+		return
+	}
+	k := trackKey{r, ev.Namespace, ev.Name}
+	var obj json.RawMessage
+	if ev.Type != history.StoreDeleted && len(ev.Object) > 0 {
+		obj = ev.Object
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.last[k]; !seen {
+		t.order = append(t.order, k)
+	}
+	t.last[k] = obj
+}
+
+// State returns the objects that exist, in the order they were first seen.
+func (t *FinalTracker) State() FinalState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var st FinalState
+	for _, k := range t.order {
+		obj := t.last[k]
+		if obj == nil {
+			continue
+		}
+		switch k.resource {
+		case "pods":
+			st.Pods = append(st.Pods, obj)
+		case "nodes":
+			st.Nodes = append(st.Nodes, obj)
+		case "statefulsets":
+			st.StatefulSets = append(st.StatefulSets, obj)
+		case "replicasets":
+			st.ReplicaSets = append(st.ReplicaSets, obj)
+		}
+	}
+	return st
+}
+
+// finalState rebuilds from the store's record the objects that exist at
+// the history's end, each as its last recorded version.
+func finalState(store []history.StoreEvent) FinalState {
+	t := NewFinalTracker()
+	for i := range store {
+		t.Observe(store[i])
+	}
+	return t.State()
+}
+
+// healedAt is the recorder time of the run's record that every fault has
+// healed, and false when the history has none.
+func healedAt(logs []history.LogEntry) (int64, bool) {
+	for i := len(logs) - 1; i >= 0; i-- {
+		if logs[i].Msg == LogWorkloadHealed || logs[i].Msg == LogStepsHealed {
+			return logs[i].T, true
+		}
+	}
+	return 0, false
+}
+
+// historyScale is how much faster than the recorder's clock the cluster's
+// ran: the run's time scale as its metadata records it, else the ledger's
+// estimate.
+func historyScale(h *history.History) float64 {
+	if s, err := strconv.ParseFloat(h.Meta.Extra[history.ExtraTimeScale], 64); err == nil && s >= 1 {
+		return s
+	}
+	return ledgerScale(h.Ledger)
+}
+
+// convergenceApplies: the history records the final heal and objects the
+// rules judge.
+func convergenceApplies(h *history.History) bool {
+	if _, ok := healedAt(h.Logs); !ok {
+		return false
+	}
+	for i := range h.Store {
+		switch h.Store[i].Resource {
+		case "pods", "statefulsets.apps", "statefulsets", "replicasets.apps", "replicasets":
+			return true
+		}
+	}
+	return false
+}
+
+// CheckConvergence judges, as Jepsen's final reads do, whether the cluster
+// settled once every fault healed: the objects the store holds at the
+// history's end must show no Divergences. Liveness cannot be refuted in
+// finite time, so the checker states its bound: a divergence is Illegal
+// only when the cluster ran healed for at least ConvergenceBound on its
+// own clock (the recorder's time from the heal record to the history's end,
+// times the run's time scale) and the history is whole. With a shorter
+// tail, a lost store event or a torn history the divergences are listed
+// and the verdict is Unknown. A cluster with nothing to judge (no pods,
+// sets or replica sets) is Unknown; a converged one is Ok, however short
+// its tail.
+func CheckConvergence(ctx context.Context, h *history.History, opts Options) Result {
+	res, _, cancel := startCheck(ctx, opts, ConvergenceChecker, convergenceGuarantees)
+	defer cancel()
+	healed, ok := healedAt(h.Logs)
+	if !ok {
+		return res.finish(Unknown, "the history records no final heal (the run was killed, or the nemesis did not stop): convergence is not judged")
+	}
+	st := finalState(h.Store)
+	res.Stats.Ops = len(st.Pods) + len(st.StatefulSets) + len(st.ReplicaSets)
+	res.Stats.Checked = res.Stats.Ops
+	if res.Stats.Ops == 0 {
+		return res.finish(Unknown, "the store holds no pod, StatefulSet or ReplicaSet at the history's end: nothing to judge")
+	}
+	div, err := Divergences(st)
+	if err != nil {
+		return res.finish(Unknown, "the final state does not decode: "+err.Error())
+	}
+	scale := historyScale(h)
+	tail := time.Duration(float64(h.End-healed) * scale)
+	bound := ConvergenceBound(st)
+	res.Figures = append(res.Figures,
+		Figure{Name: "healed tail", Value: tail.Seconds(), Unit: "s"},
+		Figure{Name: "convergence bound", Value: bound.Seconds(), Unit: "s"},
+		Figure{Name: "divergences", Value: float64(len(div)), Unit: "count"})
+	judged := fmt.Sprintf("%s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"), count(len(st.ReplicaSets), "ReplicaSet"))
+	if len(div) == 0 {
+		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say", round(tail), judged))
+	}
+	for i, d := range div {
+		if i == opts.maxEvidence() {
+			break
+		}
+		res.Evidence = append(res.Evidence, Evidence{Key: d.Key, At: h.End, Description: d.Guarantee + ": " + d.Description})
+	}
+	why := ""
+	switch {
+	case !h.Complete:
+		why = "the history has no closing record"
+	case poStoreLost(h.Logs) || storeLost(h.Logs):
+		why = "the recorder lost store events, so the final state may be stale"
+	case tail < bound:
+		why = fmt.Sprintf("the cluster ran healed for only %s (scaled) of the %s it is given", round(tail), round(bound))
+	}
+	summary := fmt.Sprintf("%s at the history's end, %s after the final heal (scaled; bound %s): %s", count(len(div), "divergence"), round(tail), round(bound), div[0])
+	if why != "" {
+		res.Evidence = nil
+		return res.finish(Unknown, "not judged, "+why+"; "+summary)
+	}
+	return res.finish(Illegal, "the cluster did not converge: "+summary)
+}
+
+// storeLost reports a "store events lost" log of any resource the rules
+// read.
+func storeLost(logs []history.LogEntry) bool {
+	for _, l := range logs {
+		if l.Msg == "store events lost" {
+			switch l.Attrs["resource"] {
+			case "nodes", "statefulsets.apps", "replicasets.apps", "statefulsets", "replicasets":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }

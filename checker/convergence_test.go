@@ -1,0 +1,366 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsafe/podsafe/history"
+)
+
+// cvWorld builds the objects of a small cluster for the convergence rules.
+type cvWorld struct {
+	pods  []*corev1.Pod
+	nodes []*corev1.Node
+	sets  []*appsv1.StatefulSet
+	rss   []*appsv1.ReplicaSet
+}
+
+func cvNodeObj(name string, ready bool, fenced bool) *corev1.Node {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
+	if fenced {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: fencedConditionType, Status: corev1.ConditionTrue})
+	}
+	return n
+}
+
+// cvRunning is a pod Running and Ready on node, controlled by owner.
+func cvRunning(name, node string, owner metav1.Object, kind string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: node, SchedulerName: defaultSchedulerName, Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	if owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
+	}
+	return p
+}
+
+func cvSetObj(name string, replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), PodManagementPolicy: policy}}
+}
+
+func cvRSObj(name string, replicas int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas)}}
+}
+
+// converged is a cluster where every object is where it should be: two
+// Ready nodes and a fenced one, a ReplicaSet of 2, an OrderedReady set of
+// 2 and a Parallel set of 1, a pod judged unschedulable, a terminating pet
+// of a third set on the fenced node, and a Failed pod of the ReplicaSet.
+func converged() *cvWorld {
+	w := &cvWorld{nodes: []*corev1.Node{cvNodeObj("n1", true, false), cvNodeObj("n2", true, false), cvNodeObj("n3", true, true)}}
+	rs := cvRSObj("web", 2)
+	db := cvSetObj("db", 2, "")
+	par := cvSetObj("par", 1, appsv1.ParallelPodManagement)
+	cut := cvSetObj("cut", 1, "")
+	w.rss = append(w.rss, rs)
+	w.sets = append(w.sets, db, par, cut)
+	failed := cvRunning("web-old", "n1", rs, "ReplicaSet")
+	failed.Status.Phase = corev1.PodFailed
+	pending := cvRunning("lonely", "", nil, "")
+	pending.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
+	stuck := cvRunning("cut-0", "n3", cut, "StatefulSet")
+	stuck.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+	stuck.DeletionGracePeriodSeconds = ptr.To[int64](30)
+	w.pods = append(w.pods,
+		cvRunning("web-a", "n1", rs, "ReplicaSet"), cvRunning("web-b", "n2", rs, "ReplicaSet"), failed,
+		cvRunning("db-0", "n1", db, "StatefulSet"), cvRunning("db-1", "n2", db, "StatefulSet"),
+		cvRunning("par-0", "n2", par, "StatefulSet"), pending, stuck)
+	return w
+}
+
+func (w *cvWorld) state(t *testing.T) FinalState {
+	t.Helper()
+	var st FinalState
+	enc := func(dst *[]json.RawMessage, o any) {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*dst = append(*dst, b)
+	}
+	for _, p := range w.pods {
+		enc(&st.Pods, p)
+	}
+	for _, n := range w.nodes {
+		enc(&st.Nodes, n)
+	}
+	for _, s := range w.sets {
+		enc(&st.StatefulSets, s)
+	}
+	for _, r := range w.rss {
+		enc(&st.ReplicaSets, r)
+	}
+	return st
+}
+
+func (w *cvWorld) pod(name string) *corev1.Pod {
+	for _, p := range w.pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pod " + name)
+}
+
+func (w *cvWorld) drop(name string) {
+	for i, p := range w.pods {
+		if p.Name == name {
+			w.pods = append(w.pods[:i], w.pods[i+1:]...)
+			return
+		}
+	}
+	panic("no pod " + name)
+}
+
+func TestDivergences(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(w *cvWorld)
+		want   []string // each a key and a fragment of its description
+	}{
+		{"converged", func(*cvWorld) {}, nil},
+		{"terminating on a Ready node", func(w *cvWorld) {
+			p := w.pod("web-a")
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			p.DeletionGracePeriodSeconds = ptr.To[int64](5)
+		}, []string{"pod/ns/web-a: PS-4 marked for deletion (grace 5 s) on node n1", "replicaset/ns/web: PS-7 wants 2 replicas and has 1"}},
+		{"terminating and never bound", func(w *cvWorld) {
+			p := w.pod("lonely")
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+		}, []string{"pod/ns/lonely: LC-11 marked for deletion and never bound"}},
+		{"terminating on a node not Ready", func(w *cvWorld) {
+			w.nodes[0] = cvNodeObj("n1", false, false)
+			p := w.pod("web-old")
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+		}, nil},
+		{"bound and never started", func(w *cvWorld) {
+			w.pod("web-b").Status.Phase = corev1.PodPending
+		}, []string{"pod/ns/web-b: PS-12 bound to node n2, which is Ready, yet still Pending"}},
+		{"bound, waiting for its claim", func(w *cvWorld) {
+			p := w.pod("web-b")
+			p.Status.Phase = corev1.PodPending
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+		}, nil},
+		{"never judged by the scheduler", func(w *cvWorld) {
+			w.pod("lonely").Status.Conditions = nil
+		}, []string{"pod/ns/lonely: PS-12 not bound and not judged unschedulable"}},
+		{"another scheduler's pod", func(w *cvWorld) {
+			p := w.pod("lonely")
+			p.Status.Conditions = nil
+			p.Spec.SchedulerName = "elsewhere"
+		}, nil},
+		{"a gated pod", func(w *cvWorld) {
+			p := w.pod("lonely")
+			p.Status.Conditions = nil
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}
+		}, nil},
+		{"ReplicaSet short", func(w *cvWorld) { w.drop("web-b") }, []string{"replicaset/ns/web: PS-7 wants 2 replicas and has 1"}},
+		{"ReplicaSet over", func(w *cvWorld) { w.rss[0].Spec.Replicas = ptr.To[int32](1) }, []string{"replicaset/ns/web: PS-7 wants 1 replicas and has 2"}},
+		{"ReplicaSet being deleted", func(w *cvWorld) {
+			w.rss[0].DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			w.drop("web-b")
+		}, nil},
+		{"pet not created", func(w *cvWorld) { w.drop("db-0") }, []string{"statefulset/ns/db: PS-12 wants 2 replicas and pet db-0 does not exist"}},
+		{"OrderedReady waits for a lower ordinal", func(w *cvWorld) {
+			w.drop("db-1")
+			w.pod("db-0").Status.Conditions[1].Status = corev1.ConditionFalse
+		}, nil},
+		{"Parallel does not wait", func(w *cvWorld) {
+			w.sets[1].Spec.Replicas = ptr.To[int32](2)
+			w.pod("par-0").Status.Conditions[1].Status = corev1.ConditionFalse
+		}, []string{"statefulset/ns/par: PS-12 wants 2 replicas and pet par-1 does not exist"}},
+		{"failed pet not replaced", func(w *cvWorld) { w.pod("db-1").Status.Phase = corev1.PodFailed },
+			[]string{"statefulset/ns/db: PS-11 pet db-1 is Failed and not marked for deletion, on node n2"}},
+		{"failed pet on a node not Ready waits", func(w *cvWorld) {
+			w.nodes[1] = cvNodeObj("n2", false, false)
+			w.pod("db-1").Status.Phase = corev1.PodFailed
+			w.pod("par-0").Spec.NodeName = "n1"
+			w.pod("web-b").Spec.NodeName = "n1"
+		}, nil},
+		{"not scaled down", func(w *cvWorld) { w.sets[0].Spec.Replicas = ptr.To[int32](1) },
+			[]string{"statefulset/ns/db: PS-12 wants 1 replicas and still has db-1"}},
+		{"OrderedReady scale-down waits for a healthy set", func(w *cvWorld) {
+			w.sets[0].Spec.Replicas = ptr.To[int32](1)
+			w.pod("db-0").Status.Conditions[1].Status = corev1.ConditionFalse
+		}, nil},
+		{"a same-named pod of another owner is no pet", func(w *cvWorld) {
+			w.pod("db-1").OwnerReferences = nil
+		}, []string{"statefulset/ns/db: PS-12 wants 2 replicas and pet db-1 does not exist"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := converged()
+			tc.break_(w)
+			div, err := Divergences(w.state(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range div {
+				got = append(got, d.Key+": "+d.Guarantee+" "+d.Description)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("divergences:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("divergence %d is %q, want it to begin %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestDivergencesBadObject(t *testing.T) {
+	_, err := Divergences(FinalState{Pods: []json.RawMessage{json.RawMessage(`{"metadata":[]}`)}})
+	if err == nil || !strings.Contains(err.Error(), "pod 1 of 1 does not decode") {
+		t.Fatalf("err = %v, want one naming the pod", err)
+	}
+}
+
+// cvHistory records w's objects as store lines (with a deleted pod and a
+// superseded version before them), the heal at healed and the end of the
+// history tail later (recorder time), at time scale 10.
+func cvHistory(t *testing.T, w *cvWorld, tail time.Duration) *history.History {
+	t.Helper()
+	h := &history.History{Complete: true, Meta: history.Meta{Extra: map[string]string{history.ExtraTimeScale: "10"}}}
+	const healed = int64(time.Second)
+	st := w.state(t)
+	at := int64(0)
+	add := func(res string, typ history.StoreEventType, obj json.RawMessage) {
+		var m struct {
+			Metadata struct{ Namespace, Name string } `json:"metadata"`
+		}
+		if err := json.Unmarshal(obj, &m); err != nil {
+			t.Fatal(err)
+		}
+		at += int64(time.Millisecond)
+		h.Store = append(h.Store, history.StoreEvent{Type: typ, Resource: res, Namespace: m.Metadata.Namespace, Name: m.Metadata.Name, Object: obj, T: at})
+	}
+	gone, _ := json.Marshal(cvRunning("gone", "n1", nil, ""))
+	add("pods", history.StoreAdded, gone)
+	add("pods", history.StoreDeleted, gone)
+	for _, p := range st.Pods {
+		add("pods", history.StoreAdded, json.RawMessage(`{"metadata":{"namespace":"ns","name":"`+podName(t, p)+`"},"status":{"phase":"Pending"}}`))
+		add("pods", history.StoreModified, p)
+	}
+	for _, n := range st.Nodes {
+		add("nodes", history.StoreModified, n)
+	}
+	for _, s := range st.StatefulSets {
+		add("statefulsets.apps", history.StoreAdded, s)
+	}
+	for _, r := range st.ReplicaSets {
+		add("replicasets.apps", history.StoreAdded, r)
+	}
+	h.Logs = []history.LogEntry{{Msg: LogWorkloadHealed, T: healed}}
+	h.End = healed + int64(tail)
+	return h
+}
+
+func podName(t *testing.T, raw json.RawMessage) string {
+	var p corev1.Pod
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Name
+}
+
+func TestCheckConvergence(t *testing.T) {
+	ctx := context.Background()
+	// At time scale 10 the bound (5 min + the longest grace, 30 s) is 33 s
+	// of recorder time.
+	enough, short := 34*time.Second, 30*time.Second
+
+	res := CheckConvergence(ctx, cvHistory(t, converged(), short), Options{})
+	if res.Verdict != Ok || !strings.Contains(res.Summary, "8 pods, 3 StatefulSets and 1 ReplicaSet") {
+		t.Errorf("converged: %s: %s", res.Verdict, res.Summary)
+	}
+
+	broken := converged()
+	broken.drop("web-b")
+	broken.pod("db-1").Status.Phase = corev1.PodFailed
+	res = CheckConvergence(ctx, cvHistory(t, broken, enough), Options{})
+	if res.Verdict != Illegal || len(res.Evidence) != 2 || !strings.Contains(res.Summary, "2 divergences") {
+		t.Fatalf("broken, long tail: %s (%d evidence): %s", res.Verdict, len(res.Evidence), res.Summary)
+	}
+	if e := res.Evidence[0]; e.Key != "replicaset/ns/web" || !strings.HasPrefix(e.Description, "PS-7: wants 2 replicas and has 1") {
+		t.Errorf("evidence %+v", e)
+	}
+	if e := res.Evidence[1]; e.Key != "statefulset/ns/db" || !strings.HasPrefix(e.Description, "PS-11: pet db-1 is Failed") {
+		t.Errorf("evidence %+v", e)
+	}
+
+	res = CheckConvergence(ctx, cvHistory(t, broken, short), Options{})
+	if res.Verdict != Unknown || !strings.Contains(res.Summary, "ran healed for only 5m0s (scaled) of the 5m30s") {
+		t.Errorf("broken, short tail: %s: %s", res.Verdict, res.Summary)
+	}
+
+	h := cvHistory(t, broken, enough)
+	h.Complete = false
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "no closing record") {
+		t.Errorf("torn history: %s: %s", res.Verdict, res.Summary)
+	}
+
+	h = cvHistory(t, broken, enough)
+	h.Logs = append(h.Logs, history.LogEntry{Msg: history.LogStoreEventsLost, Attrs: map[string]string{"resource": "replicasets.apps"}})
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "lost store events") {
+		t.Errorf("lost events: %s: %s", res.Verdict, res.Summary)
+	}
+
+	h = cvHistory(t, broken, enough)
+	h.Logs = nil
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "no final heal") {
+		t.Errorf("no heal: %s: %s", res.Verdict, res.Summary)
+	}
+
+	h = cvHistory(t, &cvWorld{nodes: converged().nodes}, enough)
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "nothing to judge") {
+		t.Errorf("nothing: %s: %s", res.Verdict, res.Summary)
+	}
+}
+
+// The tracker keeps the last version of each object and forgets deleted
+// ones, whatever goroutines feed it.
+func TestFinalTrackerConcurrent(t *testing.T) {
+	tr := NewFinalTracker()
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 100 {
+				name := string(rune('a'+g)) + "-" + strings.Repeat("x", i%3)
+				obj := json.RawMessage(`{"metadata":{"name":"` + name + `"}}`)
+				tr.Observe(history.StoreEvent{Type: history.StoreModified, Resource: "pods", Name: name, Object: obj})
+				if i%3 == 2 {
+					tr.Observe(history.StoreEvent{Type: history.StoreDeleted, Resource: "pods", Name: name, Object: obj})
+				}
+				tr.Observe(history.StoreEvent{Type: history.StoreModified, Resource: "leases.coordination.k8s.io", Name: name, Object: obj})
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if st := tr.State(); len(st.Pods) != 8 || len(st.Nodes)+len(st.StatefulSets)+len(st.ReplicaSets) != 0 {
+		t.Fatalf("state has %d pods (want 8: 2 live names of 4 goroutines) and %d others", len(st.Pods), len(st.Nodes)+len(st.StatefulSets)+len(st.ReplicaSets))
+	}
+}
