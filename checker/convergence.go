@@ -50,8 +50,9 @@ const ConvergenceBase = 5 * time.Minute
 const defaultSchedulerName = "default-scheduler"
 
 // FinalState is the cluster's objects at one moment, each the JSON of its
-// Kubernetes object: what Divergences judges. A run builds it from lists
-// while it waits; the checker from the store's record of every change.
+// Kubernetes object: what Converge judges. A run and the checker both
+// build it with a FinalTracker from the store lines, as they are recorded
+// and as the history holds them.
 type FinalState struct {
 	Pods, Nodes, StatefulSets, ReplicaSets []json.RawMessage
 }
@@ -208,8 +209,19 @@ func decodeAll[T any](kind string, raw []json.RawMessage) ([]T, error) {
 	return out, nil
 }
 
-// Divergences lists what in st is not yet where its objects say it should
-// be, in key order. Each rule names what a converged cluster would show,
+// Convergence is what Converge found in a final state.
+type Convergence struct {
+	// Divergences are what is not yet where its objects say it should be,
+	// in key order; none when the cluster converged.
+	Divergences []Divergence
+	// Bound is how long, on the cluster's clock, a healed cluster in this
+	// state is given to converge: ConvergenceBase plus the longest grace
+	// period of its pods (spec or deletion).
+	Bound time.Duration
+}
+
+// Converge judges st: it lists what in st is not yet where its objects say
+// it should be, in key order, and the bound it is given. Each rule names what a converged cluster would show,
 // and what excuses an object from it:
 //
 //   - A pod bound to a healthy node (Ready, not fenced) and marked for
@@ -238,22 +250,26 @@ func decodeAll[T any](kind string, raw []json.RawMessage) ([]T, error) {
 //     only a healthy set).
 //
 // Objects that do not decode are an error naming the first.
-func Divergences(st FinalState) ([]Divergence, error) {
+func Converge(st FinalState) (Convergence, error) {
 	pods, err := decodeAll[cvPod]("pod", st.Pods)
 	if err != nil {
-		return nil, err
+		return Convergence{}, err
 	}
 	nodes, err := decodeAll[cvNode]("node", st.Nodes)
 	if err != nil {
-		return nil, err
+		return Convergence{}, err
 	}
 	sets, err := decodeAll[cvSet]("statefulset", st.StatefulSets)
 	if err != nil {
-		return nil, err
+		return Convergence{}, err
 	}
 	rss, err := decodeAll[cvSet]("replicaset", st.ReplicaSets)
 	if err != nil {
-		return nil, err
+		return Convergence{}, err
+	}
+	var longest int64
+	for i := range pods {
+		longest = max(longest, pods[i].grace())
 	}
 	healthy := map[string]bool{}
 	for i := range nodes {
@@ -355,7 +371,7 @@ func Divergences(st FinalState) ([]Divergence, error) {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return Convergence{Divergences: out, Bound: ConvergenceBase + time.Duration(longest)*time.Second}, nil
 }
 
 func graceOf(p *cvPod) string {
@@ -370,20 +386,6 @@ func nodeOrNone(n string) string {
 		return "no node"
 	}
 	return "node " + n + ", which is Ready"
-}
-
-// ConvergenceBound is how long, on the cluster's clock, a healed cluster
-// in state st is given to converge: ConvergenceBase plus the longest grace
-// period of its pods (spec or deletion).
-func ConvergenceBound(st FinalState) time.Duration {
-	var longest int64
-	for _, raw := range st.Pods {
-		var p cvPod
-		if json.Unmarshal(raw, &p) == nil {
-			longest = max(longest, p.grace())
-		}
-	}
-	return ConvergenceBase + time.Duration(longest)*time.Second
 }
 
 // FinalTracker follows store lines and keeps, of every object the
@@ -500,15 +502,15 @@ func convergenceApplies(h *history.History) bool {
 
 // CheckConvergence judges, as Jepsen's final reads do, whether the cluster
 // settled once every fault healed: the objects the store holds at the
-// history's end must show no Divergences. Liveness cannot be refuted in
-// finite time, so the checker states its bound: a divergence is Illegal
-// only when the cluster ran healed for at least ConvergenceBound on its
-// own clock (the recorder's time from the heal record to the history's end,
-// times the run's time scale) and the history is whole. With a shorter
-// tail, a lost store event or a torn history the divergences are listed
-// and the verdict is Unknown. A cluster with nothing to judge (no pods,
-// sets or replica sets) is Unknown; a converged one is Ok, however short
-// its tail.
+// history's end must show no divergences (Converge). Liveness cannot be
+// refuted in finite time, so the checker states its bound: a divergence is
+// Illegal only when the cluster ran healed for at least its bound
+// (Convergence.Bound) on its own clock (the recorder's time from the heal
+// record to the history's end, times the run's time scale) and the history
+// is whole. With a shorter tail, a lost store event or a torn history the
+// divergences are listed and the verdict is Unknown. A cluster with nothing
+// to judge (no pods, sets or replica sets) is Unknown; a converged one is
+// Ok, however short its tail.
 func CheckConvergence(ctx context.Context, h *history.History, opts Options) Result {
 	res, _, cancel := startCheck(ctx, opts, ConvergenceChecker, convergenceGuarantees)
 	defer cancel()
@@ -522,13 +524,13 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	if res.Stats.Ops == 0 {
 		return res.finish(Unknown, "the store holds no pod, StatefulSet or ReplicaSet at the history's end: nothing to judge")
 	}
-	div, err := Divergences(st)
+	conv, err := Converge(st)
 	if err != nil {
 		return res.finish(Unknown, "the final state does not decode: "+err.Error())
 	}
+	div, bound := conv.Divergences, conv.Bound
 	scale := historyScale(h)
 	tail := time.Duration(float64(h.End-healed) * scale)
-	bound := ConvergenceBound(st)
 	res.Figures = append(res.Figures,
 		Figure{Name: "healed tail", Value: tail.Seconds(), Unit: "s"},
 		Figure{Name: "convergence bound", Value: bound.Seconds(), Unit: "s"},

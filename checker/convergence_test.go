@@ -209,12 +209,12 @@ func TestDivergences(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := converged()
 			tc.break_(w)
-			div, err := Divergences(w.state(t))
+			conv, err := Converge(w.state(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, d := range div {
+			for _, d := range conv.Divergences {
 				got = append(got, d.Key+": "+d.Guarantee+" "+d.Description)
 			}
 			if len(got) != len(tc.want) {
@@ -230,7 +230,7 @@ func TestDivergences(t *testing.T) {
 }
 
 func TestDivergencesBadObject(t *testing.T) {
-	_, err := Divergences(FinalState{Pods: []json.RawMessage{json.RawMessage(`{"metadata":[]}`)}})
+	_, err := Converge(FinalState{Pods: []json.RawMessage{json.RawMessage(`{"metadata":[]}`)}})
 	if err == nil || !strings.Contains(err.Error(), "pod 1 of 1 does not decode") {
 		t.Fatalf("err = %v, want one naming the pod", err)
 	}

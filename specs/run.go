@@ -50,14 +50,14 @@ type RunOptions struct {
 	// SettleTime is how long the cluster runs healed after the workload stops
 	// and before it is shut down (default 1 s). A run that was not
 	// interrupted then waits, for up to ConvergeWait more, for the cluster
-	// to converge (checker.Divergences), as Jepsen waits for recovery before
+	// to converge (checker.Converge), as Jepsen waits for recovery before
 	// its final reads: the convergence checker judges the end state.
 	SettleTime time.Duration
 	// ConvergeWait bounds the wait for convergence after SettleTime, in
 	// wall time (default 60 s; 20 s at time scale 1, where the bound the
 	// checker needs, minutes of cluster time, is out of reach anyway). The
 	// wait ends as soon as the cluster converged, or once it ran healed
-	// for checker.ConvergenceBound of cluster time.
+	// for its convergence bound (checker.Convergence) of cluster time.
 	ConvergeWait time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
@@ -343,8 +343,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 
 // settle lets the healed cluster run for opts.SettleTime, then, unless the
 // run was interrupted or some fault may still be active (healed is zero),
-// waits until the state final follows shows no divergence or the cluster
-// has run healed (since healed) for the convergence bound of cluster time,
+// waits until the state final follows shows no divergence (checker.Converge)
+// or the cluster has run healed (since healed) for the convergence bound of
+// cluster time,
 // for at most opts.ConvergeWait more, and records how it ended.
 func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time) {
 	sleepCtx(ctx, opts.SettleTime)
@@ -355,18 +356,18 @@ func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recor
 	scale := max(s.TimeScale, 1)
 	for {
 		began := time.Now()
-		st := final.State()
-		div, err := checker.Divergences(st)
+		conv, err := checker.Converge(final.State())
+		div := conv.Divergences
 		healedFor := time.Since(healed)
 		// A little past the bound, so the recorder's clock, which the
 		// checker reads, has passed it too.
-		need := time.Duration(float64(checker.ConvergenceBound(st))/scale) + 100*time.Millisecond
+		need := time.Duration(float64(conv.Bound)/scale) + 100*time.Millisecond
 		converged := err == nil && len(div) == 0
 		if converged || healedFor >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
 			attrs := map[string]string{
 				"converged": strconv.FormatBool(converged),
 				"waited":    (time.Duration(float64(healedFor) * scale)).Round(time.Millisecond).String(),
-				"bound":     checker.ConvergenceBound(st).String(),
+				"bound":     conv.Bound.String(),
 			}
 			if err != nil {
 				attrs["error"] = err.Error()
