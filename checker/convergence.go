@@ -45,6 +45,38 @@ const LogConvergence = "convergence"
 // in the unschedulable queue, is 5 minutes; so is this.
 const ConvergenceBase = 5 * time.Minute
 
+// ConvergenceWallCeiling bounds the wall time a healed cluster may need
+// whatever its clock: client-go's reflectors back off on the real clock, up
+// to [30, 60) s after a minute of failures, then list again.
+const ConvergenceWallCeiling = 75 * time.Second
+
+// ConvergenceWallFloor is the wall time a healed cluster is given to
+// converge after faults that lasted faultTime in all (their union): a
+// reflector failing for T waited at most about 2T before its next try
+// (its back-off doubles from 0.8 s, each wait jittered up to twice), so
+// 2T plus 10 s, never more than ConvergenceWallCeiling.
+func ConvergenceWallFloor(faultTime time.Duration) time.Duration {
+	return min(2*faultTime+10*time.Second, ConvergenceWallCeiling)
+}
+
+// faultTime is the recorder time during which some fault of h was active
+// (the union of its intervals; one never healed counts to the end).
+func faultTime(h *history.History) time.Duration {
+	var total, coveredTo int64
+	for _, iv := range h.Nemesis { // sorted by start
+		end := iv.End
+		if end <= 0 || end < iv.Start {
+			end = h.End
+		}
+		start := max(iv.Start, coveredTo)
+		if end > start {
+			total += end - start
+			coveredTo = end
+		}
+	}
+	return time.Duration(total)
+}
+
 // The default scheduler's names: upstream's, which the API defaults, and
 // the empty name of a pod recorded before defaulting.
 const defaultSchedulerName = "default-scheduler"
@@ -506,8 +538,9 @@ func convergenceApplies(h *history.History) bool {
 // refuted in finite time, so the checker states its bound: a divergence is
 // Illegal only when the cluster ran healed for at least its bound
 // (Convergence.Bound) on its own clock (the recorder's time from the heal
-// record to the history's end, times the run's time scale) and the history
-// is whole. With a shorter tail, a lost store event or a torn history the
+// record to the history's end, times the run's time scale), and for at
+// least ConvergenceWallFloor of wall time (client-go backs off on the real
+// clock), and the history is whole. With a shorter tail, a lost store event or a torn history the
 // divergences are listed and the verdict is Unknown. A cluster with nothing
 // to judge (no pods, sets or replica sets) is Unknown; a converged one is
 // Ok, however short its tail.
@@ -530,10 +563,14 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	}
 	div, bound := conv.Divergences, conv.Bound
 	scale := historyScale(h)
-	tail := time.Duration(float64(h.End-healed) * scale)
+	tailWall := time.Duration(h.End - healed)
+	tail := time.Duration(float64(tailWall) * scale)
+	floor := ConvergenceWallFloor(faultTime(h))
 	res.Figures = append(res.Figures,
 		Figure{Name: "healed tail", Value: tail.Seconds(), Unit: "s"},
 		Figure{Name: "convergence bound", Value: bound.Seconds(), Unit: "s"},
+		Figure{Name: "healed tail (wall)", Value: tailWall.Seconds(), Unit: "wall s"},
+		Figure{Name: "convergence floor (wall)", Value: floor.Seconds(), Unit: "wall s"},
 		Figure{Name: "divergences", Value: float64(len(div)), Unit: "count"})
 	judged := fmt.Sprintf("%s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"), count(len(st.ReplicaSets), "ReplicaSet"))
 	if len(div) == 0 {
@@ -553,6 +590,8 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		why = "the recorder lost store events, so the final state may be stale"
 	case tail < bound:
 		why = fmt.Sprintf("the cluster ran healed for only %s (scaled) of the %s it is given", round(tail), round(bound))
+	case tailWall < floor:
+		why = fmt.Sprintf("the cluster ran healed for only %s of wall time, and its clients' back-off after %s of faults may take %s", round(tailWall), round(faultTime(h)), round(floor))
 	}
 	summary := fmt.Sprintf("%s at the history's end, %s after the final heal (scaled; bound %s): %s", count(len(div), "divergence"), round(tail), round(bound), div[0])
 	if why != "" {

@@ -326,6 +326,21 @@ func TestCheckConvergence(t *testing.T) {
 		t.Errorf("lost events: %s: %s", res.Verdict, res.Summary)
 	}
 
+	// Faults of 20 s in all (two overlapping and one apart) give the
+	// clients' back-off 50 s of wall time: a 34 s tail is too short.
+	h = cvHistory(t, broken, enough)
+	h.Nemesis = []history.Interval{{Start: 0, End: int64(10 * time.Second)}, {Start: int64(5 * time.Second), End: int64(15 * time.Second)},
+		{Start: int64(16 * time.Second), End: int64(21 * time.Second)}}
+	if got := faultTime(h); got != 20*time.Second {
+		t.Errorf("fault time %s, want 20s", got)
+	}
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "back-off after 20s of faults may take 50s") {
+		t.Errorf("long faults: %s: %s", res.Verdict, res.Summary)
+	}
+	if f := ConvergenceWallFloor(time.Hour); f != ConvergenceWallCeiling {
+		t.Errorf("floor after an hour of faults %s, want the ceiling", f)
+	}
+
 	h = cvHistory(t, broken, enough)
 	h.Logs = nil
 	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "no final heal") {

@@ -54,8 +54,9 @@ type RunOptions struct {
 	// its final reads: the convergence checker judges the end state.
 	SettleTime time.Duration
 	// ConvergeWait bounds the wait for convergence after SettleTime, in
-	// wall time (default 60 s; 20 s at time scale 1, where the bound the
-	// checker needs, minutes of cluster time, is out of reach anyway). The
+	// wall time (default 90 s, past checker.ConvergenceWallCeiling; 20 s at
+	// time scale 1, where the bound the checker needs, minutes of cluster
+	// time, is out of reach anyway). The
 	// wait ends as soon as the cluster converged, or once it ran healed
 	// for its convergence bound (checker.Convergence) of cluster time.
 	ConvergeWait time.Duration
@@ -103,7 +104,7 @@ func Run(ctx context.Context, s Scenario, opts RunOptions) (*Outcome, error) {
 		opts.SettleTime = time.Second
 	}
 	if opts.ConvergeWait == 0 {
-		opts.ConvergeWait = 60 * time.Second
+		opts.ConvergeWait = 90 * time.Second
 		if s.TimeScale <= 1 {
 			opts.ConvergeWait = 20 * time.Second
 		}
@@ -359,9 +360,10 @@ func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recor
 		conv, err := checker.Converge(final.State())
 		div := conv.Divergences
 		healedFor := time.Since(healed)
-		// A little past the bound, so the recorder's clock, which the
-		// checker reads, has passed it too.
-		need := time.Duration(float64(conv.Bound)/scale) + 100*time.Millisecond
+		// A little past the bound and the wall floor, so the recorder's
+		// clock, which the checker reads, has passed them too. The floor
+		// taken is the highest: the checker's, from the faults, is lower.
+		need := max(time.Duration(float64(conv.Bound)/scale), checker.ConvergenceWallCeiling) + 100*time.Millisecond
 		converged := err == nil && len(div) == 0
 		if converged || healedFor >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
 			attrs := map[string]string{
