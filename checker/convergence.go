@@ -108,6 +108,7 @@ type cvMeta struct {
 	UID                        string  `json:"uid"`
 	DeletionTimestamp          *string `json:"deletionTimestamp"`
 	DeletionGracePeriodSeconds *int64  `json:"deletionGracePeriodSeconds"`
+	Generation                 int64   `json:"generation"`
 	OwnerReferences            []struct {
 		Kind       string `json:"kind"`
 		Name       string `json:"name"`
@@ -196,6 +197,28 @@ type cvSet struct {
 		Replicas            *int64 `json:"replicas"`
 		PodManagementPolicy string `json:"podManagementPolicy"`
 	} `json:"spec"`
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+		Replicas           int64 `json:"replicas"`
+		ReadyReplicas      int64 `json:"readyReplicas"`
+	} `json:"status"`
+}
+
+// status compares what the set's controller reports with what it controls:
+// replicas and ready replicas as counted from the pods, and the generation
+// it last saw (when the object has one).
+func (s *cvSet) status(replicas, ready int64) string {
+	var wrong []string
+	if s.Status.Replicas != replicas {
+		wrong = append(wrong, fmt.Sprintf("replicas %d (counted %d)", s.Status.Replicas, replicas))
+	}
+	if s.Status.ReadyReplicas != ready {
+		wrong = append(wrong, fmt.Sprintf("readyReplicas %d (counted %d)", s.Status.ReadyReplicas, ready))
+	}
+	if g := s.Metadata.Generation; g > 0 && s.Status.ObservedGeneration < g {
+		wrong = append(wrong, fmt.Sprintf("observedGeneration %d (generation %d)", s.Status.ObservedGeneration, g))
+	}
+	return strings.Join(wrong, ", ")
 }
 
 func (s *cvSet) replicas() int64 {
@@ -270,7 +293,9 @@ type Convergence struct {
 //     scheduler has not judged it.
 //   - A ReplicaSet (not being deleted) whose active pods (controlled by it,
 //     not marked for deletion, not Succeeded or Failed) are fewer or more
-//     than its replicas (PS-7).
+//     than its replicas (PS-7). One with its replicas whose status does not
+//     say so: replicas and readyReplicas counted as upstream counts them,
+//     observedGeneration at the object's generation.
 //   - A StatefulSet (not being deleted) with replicas N: a pet of ordinal
 //     below N that is Succeeded or Failed, not marked for deletion, and
 //     either never bound or bound to a healthy node, is not replaced
@@ -279,7 +304,9 @@ type Convergence struct {
 //     Running and Ready; a pet of ordinal N or above that is not marked for
 //     deletion is not removed, unless the set is OrderedReady and a pet
 //     below N is missing or not Running and Ready (upstream scales down
-//     only a healthy set).
+//     only a healthy set). A set with none of these and no terminating pet
+//     whose status does not count its pets (replicas), its Running and
+//     Ready pets (readyReplicas) or its generation.
 //
 // Objects that do not decode are an error naming the first.
 func Converge(st FinalState) (Convergence, error) {
@@ -339,14 +366,19 @@ func Converge(st FinalState) (Convergence, error) {
 		if rs.Metadata.DeletionTimestamp != nil {
 			continue
 		}
-		var active int64
+		var active, ready int64
 		for _, p := range byController[rs.Metadata.UID] {
 			if kind, _ := p.controller(); kind == "ReplicaSet" && !p.terminating() && !p.terminal() {
 				active++
+				if st, _ := p.condition("Ready"); st == "True" {
+					ready++
+				}
 			}
 		}
 		if want := rs.replicas(); active != want {
 			add("replicaset", &rs.Metadata, "PS-7", "wants %d replicas and has %d active pods (controlled by it, not terminating, not Succeeded or Failed)", want, active)
+		} else if wrong := rs.status(active, ready); wrong != "" {
+			add("replicaset", &rs.Metadata, "PS-7", "has its %d replicas, but its status says %s", want, wrong)
 		}
 	}
 	for i := range sets {
@@ -367,6 +399,7 @@ func Converge(st FinalState) (Convergence, error) {
 			return p
 		}
 		healthySoFar := true // every pet below the current ordinal is Running and Ready
+		diverged := len(out)
 		for ord := range n {
 			p := pet(ord)
 			switch {
@@ -383,23 +416,34 @@ func Converge(st FinalState) (Convergence, error) {
 			continue
 		}
 		var extra []string
-		for i := range pods {
-			p := &pods[i]
-			if p.Metadata.Namespace != set.Metadata.Namespace || p.terminating() {
+		var owned, ready int64
+		terminating := false
+		for _, p := range byController[set.Metadata.UID] {
+			ord, ok := strings.CutPrefix(p.Metadata.Name, set.Metadata.Name+"-")
+			o, err := strconv.ParseInt(ord, 10, 64)
+			if p.Metadata.Namespace != set.Metadata.Namespace || !ok || err != nil {
 				continue
 			}
-			if _, uid := p.controller(); uid != set.Metadata.UID {
-				continue
+			owned++
+			terminating = terminating || p.terminating()
+			if p.runningReady() {
+				ready++
 			}
-			if ord, ok := strings.CutPrefix(p.Metadata.Name, set.Metadata.Name+"-"); ok {
-				if o, err := strconv.ParseInt(ord, 10, 64); err == nil && o >= n {
-					extra = append(extra, p.Metadata.Name)
-				}
+			if o >= n && !p.terminating() {
+				extra = append(extra, p.Metadata.Name)
 			}
 		}
 		if len(extra) > 0 {
 			sort.Strings(extra)
 			add("statefulset", &set.Metadata, "PS-12", "wants %d replicas and still has %s, not marked for deletion: the set was not scaled down", n, strings.Join(extra, ", "))
+		}
+		// Its status, once the set itself converged: terminating pets are
+		// counted differently by upstream (ready while still Running and
+		// Ready) and podsafe (not ready), so a set with one is left out.
+		if len(out) == diverged && !terminating {
+			if wrong := set.status(owned, ready); wrong != "" {
+				add("statefulset", &set.Metadata, "PS-12", "has its pets where they should be, but its status says %s", wrong)
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })

@@ -68,8 +68,11 @@ func cvRSObj(name string, replicas int32) *appsv1.ReplicaSet {
 func converged() *cvWorld {
 	w := &cvWorld{nodes: []*corev1.Node{cvNodeObj("n1", true, false), cvNodeObj("n2", true, false), cvNodeObj("n3", true, true)}}
 	rs := cvRSObj("web", 2)
+	rs.Generation, rs.Status = 3, appsv1.ReplicaSetStatus{ObservedGeneration: 3, Replicas: 2, ReadyReplicas: 2}
 	db := cvSetObj("db", 2, "")
+	db.Status = appsv1.StatefulSetStatus{Replicas: 2, ReadyReplicas: 2}
 	par := cvSetObj("par", 1, appsv1.ParallelPodManagement)
+	par.Status = appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1}
 	cut := cvSetObj("cut", 1, "")
 	w.rss = append(w.rss, rs)
 	w.sets = append(w.sets, db, par, cut)
@@ -201,6 +204,15 @@ func TestDivergences(t *testing.T) {
 		{"OrderedReady scale-down waits for a healthy set", func(w *cvWorld) {
 			w.sets[0].Spec.Replicas = ptr.To[int32](1)
 			w.pod("db-0").Status.Conditions[1].Status = corev1.ConditionFalse
+		}, nil},
+		{"ReplicaSet status behind", func(w *cvWorld) { w.rss[0].Status.ReadyReplicas = 1 },
+			[]string{"replicaset/ns/web: PS-7 has its 2 replicas, but its status says readyReplicas 1 (counted 2)"}},
+		{"ReplicaSet generation not observed", func(w *cvWorld) { w.rss[0].Generation = 4 },
+			[]string{"replicaset/ns/web: PS-7 has its 2 replicas, but its status says observedGeneration 3 (generation 4)"}},
+		{"StatefulSet status behind", func(w *cvWorld) { w.sets[0].Status.Replicas = 3 },
+			[]string{"statefulset/ns/db: PS-12 has its pets where they should be, but its status says replicas 3 (counted 2)"}},
+		{"a set with a terminating pet is not held to its status", func(w *cvWorld) {
+			w.sets[2].Status.Replicas = 5
 		}, nil},
 		{"a same-named pod of another owner is no pet", func(w *cvWorld) {
 			w.pod("db-1").OwnerReferences = nil

@@ -268,7 +268,7 @@ func generateRunAiming(cfg runConfig, aim int) *history.History {
 	for s := range cfg.Sets {
 		set := fmt.Sprintf("db%d", s)
 		g.store(0, history.StoreAdded, "statefulsets.apps", set,
-			fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":%q,"namespace":"bench","uid":"owner-%s"},"spec":{"replicas":%d}}`, set, set, cfg.Replicas))
+			fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":%q,"namespace":"bench","uid":"owner-%s"},"spec":{"replicas":%d},"status":{"replicas":%[3]d,"readyReplicas":%[3]d}}`, set, set, cfg.Replicas))
 		for r := range cfg.Replicas {
 			idents = append(idents, &ident{name: fmt.Sprintf("%s-%d", set, r), owner: set, identity: identityPet, pet: true, ord: r})
 		}
