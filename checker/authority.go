@@ -15,9 +15,11 @@ import (
 const AuthorityChecker = "authority"
 
 // authorityGuarantees are the guarantees the authority checker judges: who
-// may force delete a pod (PS-8, PS-9, PS-10, PS-14), and that a kubelet
-// deletes only its own node's pods (PS-1, the node restriction).
-var authorityGuarantees = []string{"PS-1", "PS-8", "PS-9", "PS-10", "PS-14"}
+// may force delete a pod (PS-8, PS-9, PS-10, PS-14), that a kubelet
+// deletes only its own node's pods (PS-1, the node restriction), and on the
+// embedded target that the API server removes a pod only after a grace-0
+// deletion and never refuses a graceful one (LC-11, PS-3).
+var authorityGuarantees = []string{"PS-1", "PS-8", "PS-9", "PS-10", "PS-14", "LC-11", "PS-3"}
 
 // forceGuarantees are the authority checker's guarantees about force
 // deletion: those an illegal force deletion violates.
@@ -64,7 +66,10 @@ var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // whole, every removal of a pod from the store is judged too (see
 // gracefulRemovals): a bound, unterminated pod leaves the store only after a
 // deletion asking for grace 0 may have happened, or the API server removed
-// a pod its kubelet had not finished (PS-8, LC-11).
+// a pod its kubelet had not finished (PS-8, LC-11). So is every graceful
+// deletion by admin, the workload, the scheduler or a controller (see
+// refusedGraceful): the API server must not refuse it (LC-11, PS-3). LC-11
+// and PS-3 are listed only when these rules judged something.
 //
 // PS-14 is the fencing controller's rule: the result lists it only when the
 // history holds a call of the fencing controller. A run without one (no
@@ -198,6 +203,14 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 
 	remEv, remIllegal, remJudged, remWhy := gracefulRemovals(h, opts.maxEvidence())
 	res.Stats.Checked += remJudged
+	refEv, refIllegal, refJudged, refWhy := refusedGraceful(h, opts.maxEvidence())
+	res.Stats.Checked += refJudged
+	if refJudged == 0 {
+		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-3" })
+	}
+	if refJudged == 0 && remJudged == 0 {
+		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "LC-11" })
+	}
 
 	var notes []string
 	switch {
@@ -205,6 +218,12 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 		notes = append(notes, "removals without a grace-0 deletion not judged: "+remWhy)
 	case remJudged > 0 && remIllegal == 0:
 		notes = append(notes, fmt.Sprintf("each of %s was after a deletion asking for grace 0", count(remJudged, "removal of a bound pod")))
+	}
+	switch {
+	case refWhy != "":
+		notes = append(notes, "refusals of graceful deletions not judged: "+refWhy)
+	case refJudged > 0 && refIllegal == 0:
+		notes = append(notes, fmt.Sprintf("none of %s was refused", count(refJudged, "graceful deletion")))
 	}
 	if idle > 0 {
 		notes = append(notes, fmt.Sprintf("%s by controllers or users of pods with no container running throughout (unbound, terminal or finished: no force deletion in effect) not judged", count(idle, "grace-0 deletion")))
@@ -226,7 +245,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 		suffix = "; " + strings.Join(notes, "; ")
 	}
 	switch {
-	case illegal > 0 || crossIllegal > 0 || remIllegal > 0:
+	case illegal > 0 || crossIllegal > 0 || remIllegal > 0 || refIllegal > 0:
 		// Only the guarantees a violation breaks are named.
 		var parts []string
 		res.Guarantees = nil
@@ -250,6 +269,15 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 			res.Evidence = append(res.Evidence, remEv...)
 			parts = append(parts, fmt.Sprintf("%s of bound, unterminated pods came with no deletion asking for grace 0, first %s",
 				count(remIllegal, "removal"), remEv[0].Description))
+		}
+		if refIllegal > 0 {
+			for _, id := range refusalGuarantees {
+				if !slices.Contains(res.Guarantees, id) {
+					res.Guarantees = append(res.Guarantees, id)
+				}
+			}
+			res.Evidence = append(res.Evidence, refEv...)
+			parts = append(parts, fmt.Sprintf("%s refused, first %s", count(refIllegal, "graceful deletion"), refEv[0].Description))
 		}
 		return res.finish(Illegal, strings.Join(parts, "; ")+suffix)
 	case undecided > 0:

@@ -62,6 +62,9 @@ func everything(t *testing.T) *history.History {
 	h.Store = append(h.Store, w.h.Store...)
 	h.Logs = append(h.Logs, w.h.Logs...)
 	h.Watch = w.h.Watch
+	// On the embedded target, where the authority checker also judges the
+	// store's removals and the refusals of graceful deletions (LC-11, PS-3).
+	h.Meta.Extra = map[string]string{history.ExtraTarget: history.TargetEmbedded}
 	return h
 }
 
