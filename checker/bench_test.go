@@ -196,6 +196,7 @@ func BenchmarkCheckers(b *testing.B) {
 		{"restart-backoff", func(ctx context.Context, h *history.History) Result { return CheckBackoff(ctx, h, opts) }},
 		{"preemption", func(ctx context.Context, h *history.History) Result { return CheckPreemption(ctx, h, opts) }},
 		{"topology-spread", func(ctx context.Context, h *history.History) Result { return CheckSpread(ctx, h, opts) }},
+		{ConvergenceChecker, func(ctx context.Context, h *history.History) Result { return CheckConvergence(ctx, h, opts) }},
 		{"recovery", func(ctx context.Context, h *history.History) Result {
 			start := time.Now()
 			figs := RecoveryFigures(Recovery(h))

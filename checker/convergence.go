@@ -19,9 +19,11 @@ const ConvergenceChecker = "convergence"
 // convergenceGuarantees are what a cluster that does not settle once every
 // fault healed breaks: a kubelet finishes each graceful deletion (PS-4,
 // LC-11), a ReplicaSet replaces what it lost (PS-7), a pet is replaced once
-// its old object is gone (PS-11), and a pet set that may be unavailable
-// while a node is cut off (PS-12) is available again once it is not.
-var convergenceGuarantees = []string{"PS-4", "LC-11", "PS-7", "PS-11", "PS-12"}
+// its old object is gone (PS-11), a pet set that may be unavailable while
+// a node is cut off (PS-12) is available again once it is not, and a
+// fenced node's pods are force deleted (PS-14) and its volume attachments
+// broken (PS-15) so that replacements can start.
+var convergenceGuarantees = []string{"PS-4", "LC-11", "PS-7", "PS-11", "PS-12", "PS-14", "PS-15"}
 
 // The log messages with which a run says every fault has healed: from then
 // on the cluster runs undisturbed until the history ends.
@@ -86,7 +88,7 @@ const defaultSchedulerName = "default-scheduler"
 // build it with a FinalTracker from the store lines, as they are recorded
 // and as the history holds them.
 type FinalState struct {
-	Pods, Nodes, StatefulSets, ReplicaSets []json.RawMessage
+	Pods, Nodes, StatefulSets, ReplicaSets, VolumeAttachments []json.RawMessage
 }
 
 // Divergence is one way a cluster is not yet where its objects say it
@@ -238,18 +240,33 @@ type cvNode struct {
 }
 
 // healthy is a node a kubelet serves: Ready, and not fenced (a fenced node
-// does not come back by itself, PS-14, so what is on it stays as it was).
+// does not come back by itself, PS-14).
 func (n *cvNode) healthy() bool {
 	ready := false
 	for _, c := range n.Status.Conditions {
-		switch {
-		case c.Type == "Ready":
+		if c.Type == "Ready" {
 			ready = c.Status == "True"
-		case c.Type == fencedConditionType && c.Status == "True":
-			return false
 		}
 	}
-	return ready
+	return ready && !n.fenced()
+}
+
+// fenced is a node the fencing controller confirmed fenced (PS-14).
+func (n *cvNode) fenced() bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == fencedConditionType && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// cvAttachment is a storage.k8s.io VolumeAttachment.
+type cvAttachment struct {
+	Metadata cvMeta `json:"metadata"`
+	Spec     struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
 }
 
 // decodeAll decodes every object of raw into a T; the error names the
@@ -276,9 +293,13 @@ type Convergence struct {
 }
 
 // Converge judges st: it lists what in st is not yet where its objects say
-// it should be, in key order, and the bound it is given. Each rule names what a converged cluster would show,
-// and what excuses an object from it:
+// it should be, in key order, and the bound it is given. Each rule names
+// what a converged cluster would show, and what excuses an object from it:
 //
+//   - A pod bound to a fenced node (condition podsafe.io/Fenced True) is
+//     still there: the fencing controller has not force deleted it (PS-14);
+//     a VolumeAttachment to a fenced node is still there: it has not broken
+//     it (PS-15).
 //   - A pod bound to a healthy node (Ready, not fenced) and marked for
 //     deletion is still there: its kubelet has not finished the deletion
 //     (PS-4, LC-11). A pod marked for deletion that never reached a node is
@@ -326,13 +347,18 @@ func Converge(st FinalState) (Convergence, error) {
 	if err != nil {
 		return Convergence{}, err
 	}
+	attachments, err := decodeAll[cvAttachment]("volumeattachment", st.VolumeAttachments)
+	if err != nil {
+		return Convergence{}, err
+	}
 	var longest int64
 	for i := range pods {
 		longest = max(longest, pods[i].grace())
 	}
-	healthy := map[string]bool{}
+	healthy, fenced := map[string]bool{}, map[string]bool{}
 	for i := range nodes {
 		healthy[nodes[i].Metadata.Name] = nodes[i].healthy()
+		fenced[nodes[i].Metadata.Name] = nodes[i].fenced()
 	}
 	var out []Divergence
 	add := func(kind string, m *cvMeta, g, format string, args ...any) {
@@ -348,6 +374,8 @@ func Converge(st FinalState) (Convergence, error) {
 		}
 		node := p.Spec.NodeName
 		switch {
+		case fenced[node]:
+			add("pod", &p.Metadata, "PS-14", "bound to node %s, which is fenced, yet not force deleted: its replacement cannot start", node)
 		case p.terminating() && node == "":
 			add("pod", &p.Metadata, "LC-11", "marked for deletion and never bound, yet not removed (the API deletes an unbound pod at once)")
 		case p.terminating() && healthy[node]:
@@ -359,6 +387,11 @@ func Converge(st FinalState) (Convergence, error) {
 			if st, _ := p.condition("PodScheduled"); st != "False" {
 				add("pod", &p.Metadata, "PS-12", "not bound and not judged unschedulable (no PodScheduled False): the scheduler has not placed it")
 			}
+		}
+	}
+	for i := range attachments {
+		if a := &attachments[i]; fenced[a.Spec.NodeName] {
+			add("volumeattachment", &a.Metadata, "PS-15", "attaches a volume to node %s, which is fenced, yet is not broken: the volume cannot attach elsewhere", a.Spec.NodeName)
 		}
 	}
 	for i := range rss {
@@ -490,6 +523,8 @@ func (t *FinalTracker) Observe(ev history.StoreEvent) {
 		r = "statefulsets"
 	case "replicasets.apps", "replicasets":
 		r = "replicasets"
+	case "volumeattachments.storage.k8s.io", "volumeattachments":
+		r = "volumeattachments"
 	default:
 		return
 	}
@@ -525,6 +560,8 @@ func (t *FinalTracker) State() FinalState {
 			st.StatefulSets = append(st.StatefulSets, obj)
 		case "replicasets":
 			st.ReplicaSets = append(st.ReplicaSets, obj)
+		case "volumeattachments":
+			st.VolumeAttachments = append(st.VolumeAttachments, obj)
 		}
 	}
 	return st

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -18,10 +19,16 @@ import (
 
 // cvWorld builds the objects of a small cluster for the convergence rules.
 type cvWorld struct {
-	pods  []*corev1.Pod
-	nodes []*corev1.Node
-	sets  []*appsv1.StatefulSet
-	rss   []*appsv1.ReplicaSet
+	pods        []*corev1.Pod
+	nodes       []*corev1.Node
+	sets        []*appsv1.StatefulSet
+	rss         []*appsv1.ReplicaSet
+	attachments []*storagev1.VolumeAttachment
+}
+
+func cvAttach(name, node string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec: storagev1.VolumeAttachmentSpec{NodeName: node, Attacher: "podsafe"}}
 }
 
 func cvNodeObj(name string, ready bool, fenced bool) *corev1.Node {
@@ -62,11 +69,13 @@ func cvRSObj(name string, replicas int32) *appsv1.ReplicaSet {
 }
 
 // converged is a cluster where every object is where it should be: two
-// Ready nodes and a fenced one, a ReplicaSet of 2, an OrderedReady set of
-// 2 and a Parallel set of 1, a pod judged unschedulable, a terminating pet
-// of a third set on the fenced node, and a Failed pod of the ReplicaSet.
+// Ready nodes, one cut off (not Ready) and an empty fenced one, a
+// ReplicaSet of 2, an OrderedReady set of 2 and a Parallel set of 1, a pod
+// judged unschedulable, a terminating pet of a third set on the node cut
+// off, a Failed pod of the ReplicaSet, and a volume attached to n1.
 func converged() *cvWorld {
-	w := &cvWorld{nodes: []*corev1.Node{cvNodeObj("n1", true, false), cvNodeObj("n2", true, false), cvNodeObj("n3", true, true)}}
+	w := &cvWorld{nodes: []*corev1.Node{cvNodeObj("n1", true, false), cvNodeObj("n2", true, false), cvNodeObj("n3", false, false), cvNodeObj("n4", true, true)}}
+	w.attachments = append(w.attachments, cvAttach("va-1", "n1"))
 	rs := cvRSObj("web", 2)
 	rs.Generation, rs.Status = 3, appsv1.ReplicaSetStatus{ObservedGeneration: 3, Replicas: 2, ReadyReplicas: 2}
 	db := cvSetObj("db", 2, "")
@@ -111,6 +120,9 @@ func (w *cvWorld) state(t *testing.T) FinalState {
 	}
 	for _, r := range w.rss {
 		enc(&st.ReplicaSets, r)
+	}
+	for _, a := range w.attachments {
+		enc(&st.VolumeAttachments, a)
 	}
 	return st
 }
@@ -176,6 +188,12 @@ func TestDivergences(t *testing.T) {
 			p.Status.Conditions = nil
 			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}
 		}, nil},
+		{"a pod left on a fenced node", func(w *cvWorld) { w.pod("web-b").Spec.NodeName = "n4" },
+			[]string{"pod/ns/web-b: PS-14 bound to node n4, which is fenced, yet not force deleted"}},
+		{"a terminating pod left on a fenced node", func(w *cvWorld) { w.pod("cut-0").Spec.NodeName = "n4" },
+			[]string{"pod/ns/cut-0: PS-14 bound to node n4, which is fenced, yet not force deleted"}},
+		{"an attachment left to a fenced node", func(w *cvWorld) { w.attachments = append(w.attachments, cvAttach("va-2", "n4")) },
+			[]string{"volumeattachment//va-2: PS-15 attaches a volume to node n4, which is fenced, yet is not broken"}},
 		{"ReplicaSet short", func(w *cvWorld) { w.drop("web-b") }, []string{"replicaset/ns/web: PS-7 wants 2 replicas and has 1"}},
 		{"ReplicaSet over", func(w *cvWorld) { w.rss[0].Spec.Replicas = ptr.To[int32](1) }, []string{"replicaset/ns/web: PS-7 wants 1 replicas and has 2"}},
 		{"ReplicaSet being deleted", func(w *cvWorld) {
