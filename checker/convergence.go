@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,8 +23,10 @@ const ConvergenceChecker = "convergence"
 // its old object is gone (PS-11), a pet set that may be unavailable while
 // a node is cut off (PS-12) is available again once it is not, and a
 // fenced node's pods are force deleted (PS-14) and its volume attachments
-// broken (PS-15) so that replacements can start.
-var convergenceGuarantees = []string{"PS-4", "LC-11", "PS-7", "PS-11", "PS-12", "PS-14", "PS-15"}
+// broken (PS-15) so that replacements can start, and a pending pod is
+// placed once it fits (PR-3: one that cannot be scheduled is only skipped
+// while it does not fit).
+var convergenceGuarantees = []string{"PS-4", "LC-11", "PS-7", "PS-11", "PS-12", "PS-14", "PS-15", "PR-3"}
 
 // The log messages with which a run says every fault has healed: from then
 // on the cluster runs undisturbed until the history ends.
@@ -46,6 +49,77 @@ const LogConvergence = "convergence"
 // over. Upstream's longest stall after a heal, an unschedulable pod left
 // in the unschedulable queue, is 5 minutes; so is this.
 const ConvergenceBase = 5 * time.Minute
+
+// schedFinal is the final state as the scheduler's filters see it, built
+// once for every pending pod roomFor judges.
+type schedFinal struct {
+	pods      []*schedPod // by index in FinalState.Pods; nil when undecoded
+	nodes     []*schedNode
+	occupied  map[string]schedRes    // node -> requests of the pods bound there
+	nominated map[string][]*schedPod // node -> pending pods nominated there
+	broken    bool                   // some object did not decode
+}
+
+func newSchedFinal(st FinalState) *schedFinal {
+	f := &schedFinal{pods: make([]*schedPod, len(st.Pods)), nodes: make([]*schedNode, len(st.Nodes)),
+		occupied: map[string]schedRes{}, nominated: map[string][]*schedPod{}}
+	for i, raw := range st.Pods {
+		q, err := decodeSchedPod(raw)
+		if err != nil {
+			f.broken = true
+			continue
+		}
+		f.pods[i] = q
+		switch {
+		case q.occupies():
+			u := f.occupied[q.node]
+			u.add(q.requests)
+			f.occupied[q.node] = u
+		case q.pending() && q.nominated != "":
+			f.nominated[q.nominated] = append(f.nominated[q.nominated], q)
+		}
+	}
+	for i, raw := range st.Nodes {
+		n, err := decodeSchedNode(raw)
+		if err != nil {
+			f.broken = true
+			continue
+		}
+		f.nodes[i] = n
+	}
+	return f
+}
+
+// roomFor names a healthy node on which pending pod i fits as the
+// scheduler's filters that depend on no other pod's labels decide it
+// (cordon, taints, node selector and required node affinity, requested
+// resources against what the pods bound there request and what pending
+// pods of at least its priority nominated there reserve), or "" when none
+// does, or the pod uses what these rules do not follow (topology spread,
+// inter-pod affinity, host ports, volume or resource claims), or some
+// object did not decode.
+func (f *schedFinal) roomFor(i int, healthy map[string]bool) string {
+	p := f.pods[i]
+	if f.broken || p == nil || !p.pending() || p.filtered || p.hasPodAffinityTerms || len(p.spread) > 0 {
+		return ""
+	}
+	for _, n := range f.nodes {
+		if !healthy[n.name] || !p.passesNodeFilters(n) {
+			continue
+		}
+		used := f.occupied[n.name]
+		used.scalar = maps.Clone(used.scalar) // add changes it in place
+		for _, q := range f.nominated[n.name] {
+			if q != p && q.priority >= p.priority {
+				used.add(q.requests)
+			}
+		}
+		if p.requests.fits(used, n.alloc) {
+			return fmt.Sprintf("node %s, which is Ready, has room for it (it requests %s; the pods there take %s of %s)", n.name, p.requests, used, n.alloc)
+		}
+	}
+	return ""
+}
 
 // ConvergenceWallCeiling bounds the wall time a healed cluster may need
 // whatever its clock: client-go's reflectors back off on the real clock, up
@@ -311,7 +385,10 @@ type Convergence struct {
 //     detach elsewhere) are left out.
 //   - A pod of the default scheduler that is not bound, not marked for
 //     deletion and not gated has no PodScheduled condition False: the
-//     scheduler has not judged it.
+//     scheduler has not judged it (PR-3). Or it was judged unschedulable,
+//     yet it fits a healthy node (see roomFor): the scheduler has not tried
+//     it again (PR-3; upstream retries every unschedulable pod within 5
+//     minutes, and podsafe's scheduler after its back-off).
 //   - A ReplicaSet (not being deleted) whose active pods (controlled by it,
 //     not marked for deletion, not Succeeded or Failed) are fewer or more
 //     than its replicas (PS-7). One with its replicas whose status does not
@@ -364,6 +441,13 @@ func Converge(st FinalState) (Convergence, error) {
 	add := func(kind string, m *cvMeta, g, format string, args ...any) {
 		out = append(out, Divergence{Key: kind + "/" + m.Namespace + "/" + m.Name, Guarantee: g, Description: fmt.Sprintf(format, args...)})
 	}
+	var sf *schedFinal
+	sched := func() *schedFinal {
+		if sf == nil {
+			sf = newSchedFinal(st)
+		}
+		return sf
+	}
 	byController := map[string][]*cvPod{}
 	byName := map[string]*cvPod{}
 	for i := range pods {
@@ -384,8 +468,10 @@ func Converge(st FinalState) (Convergence, error) {
 		case node != "" && healthy[node] && p.Status.Phase == "Pending" && len(p.Spec.InitContainers) == 0 && !p.waitsForVolume():
 			add("pod", &p.Metadata, "PS-12", "bound to node %s, which is Ready, yet still Pending: its kubelet has not started it", node)
 		case node == "" && len(p.Spec.SchedulingGates) == 0 && (p.Spec.SchedulerName == "" || p.Spec.SchedulerName == defaultSchedulerName):
-			if st, _ := p.condition("PodScheduled"); st != "False" {
-				add("pod", &p.Metadata, "PS-12", "not bound and not judged unschedulable (no PodScheduled False): the scheduler has not placed it")
+			if cond, _ := p.condition("PodScheduled"); cond != "False" {
+				add("pod", &p.Metadata, "PR-3", "not bound and not judged unschedulable (no PodScheduled False): the scheduler has not placed it")
+			} else if room := sched().roomFor(i, healthy); room != "" {
+				add("pod", &p.Metadata, "PR-3", "not bound, though %s: the scheduler has not placed it", room)
 			}
 		}
 	}

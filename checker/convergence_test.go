@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -177,7 +178,54 @@ func TestDivergences(t *testing.T) {
 		}, nil},
 		{"never judged by the scheduler", func(w *cvWorld) {
 			w.pod("lonely").Status.Conditions = nil
-		}, []string{"pod/ns/lonely: PS-12 not bound and not judged unschedulable"}},
+		}, []string{"pod/ns/lonely: PR-3 not bound and not judged unschedulable"}},
+		{"unschedulable, and still too big", func(w *cvWorld) {
+			room(w, "2", "10")
+			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+		}, nil},
+		{"unschedulable, yet it fits now", func(w *cvWorld) {
+			room(w, "2", "10")
+			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}, []string{"pod/ns/lonely: PR-3 not bound, though node n1, which is Ready, has room for it (it requests cpu 1000m, memory 0, pods 1; the pods there take cpu 0m, memory 0, pods 2 of cpu 2000m"}},
+		{"its room is reserved for a nominated pod of higher priority", func(w *cvWorld) {
+			room(w, "1", "10")
+			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			for _, n := range []string{"n1", "n2"} {
+				big := cvRunning("big-"+n, "", nil, "")
+				big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+				big.Spec.Priority = ptr.To[int32](100)
+				// Its own placement is not judged (spread), its reservation is.
+				big.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+				big.Status = corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: n,
+					Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
+				w.pods = append(w.pods, big)
+			}
+		}, nil},
+		{"a nominated pod of lower priority reserves nothing", func(w *cvWorld) {
+			w.pod("lonely").Spec.Priority = ptr.To[int32](200)
+			room(w, "1", "10")
+			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			for _, n := range []string{"n1", "n2"} {
+				big := cvRunning("big-"+n, "", nil, "")
+				big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+				big.Spec.Priority = ptr.To[int32](100)
+				// Its own placement is not judged (spread), its reservation is.
+				big.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+				big.Status = corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: n,
+					Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
+				w.pods = append(w.pods, big)
+			}
+		}, []string{"pod/ns/lonely: PR-3 not bound, though node n1"}},
+		{"unschedulable, fits, but tainted away", func(w *cvWorld) {
+			room(w, "2", "10")
+			for _, n := range w.nodes {
+				n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
+			}
+		}, nil},
+		{"unschedulable, fits, but spread constraints are not followed", func(w *cvWorld) {
+			room(w, "2", "10")
+			w.pod("lonely").Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}, nil},
 		{"another scheduler's pod", func(w *cvWorld) {
 			p := w.pod("lonely")
 			p.Status.Conditions = nil
@@ -256,6 +304,13 @@ func TestDivergences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// room gives every node cpu and pod slots.
+func room(w *cvWorld, cpu, pods string) {
+	for _, n := range w.nodes {
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse(pods)}
 	}
 }
 
