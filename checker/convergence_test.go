@@ -187,35 +187,9 @@ func TestDivergences(t *testing.T) {
 			room(w, "2", "10")
 			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		}, []string{"pod/ns/lonely: PR-3 not bound, though node n1, which is Ready, has room for it (it requests cpu 1000m, memory 0, pods 1; the pods there take cpu 0m, memory 0, pods 2 of cpu 2000m"}},
-		{"its room is reserved for a nominated pod of higher priority", func(w *cvWorld) {
-			room(w, "1", "10")
-			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-			for _, n := range []string{"n1", "n2"} {
-				big := cvRunning("big-"+n, "", nil, "")
-				big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-				big.Spec.Priority = ptr.To[int32](100)
-				// Its own placement is not judged (spread), its reservation is.
-				big.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
-				big.Status = corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: n,
-					Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
-				w.pods = append(w.pods, big)
-			}
-		}, nil},
-		{"a nominated pod of lower priority reserves nothing", func(w *cvWorld) {
-			w.pod("lonely").Spec.Priority = ptr.To[int32](200)
-			room(w, "1", "10")
-			w.pod("lonely").Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-			for _, n := range []string{"n1", "n2"} {
-				big := cvRunning("big-"+n, "", nil, "")
-				big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-				big.Spec.Priority = ptr.To[int32](100)
-				// Its own placement is not judged (spread), its reservation is.
-				big.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
-				big.Status = corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: n,
-					Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
-				w.pods = append(w.pods, big)
-			}
-		}, []string{"pod/ns/lonely: PR-3 not bound, though node n1"}},
+		{"its room is reserved for a nominated pod of higher priority", func(w *cvWorld) { reserved(w, 0) }, nil},
+		{"a nominated pod of lower priority reserves nothing", func(w *cvWorld) { reserved(w, 200) },
+			[]string{"pod/ns/lonely: PR-3 not bound, though node n1"}},
 		{"unschedulable, fits, but tainted away", func(w *cvWorld) {
 			room(w, "2", "10")
 			for _, n := range w.nodes {
@@ -304,6 +278,25 @@ func TestDivergences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// reserved makes lonely (of priority prio) want the 1 cpu each node has,
+// which a pending pod of priority 100 nominated there reserves.
+func reserved(w *cvWorld, prio int32) {
+	room(w, "1", "10")
+	lonely := w.pod("lonely")
+	lonely.Spec.Priority = ptr.To(prio)
+	lonely.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	for _, n := range []string{"n1", "n2"} {
+		big := cvRunning("big-"+n, "", nil, "")
+		big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		big.Spec.Priority = ptr.To[int32](100)
+		// Its own placement is not judged (spread), its reservation is.
+		big.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		big.Status = corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: n,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}
+		w.pods = append(w.pods, big)
 	}
 }
 
