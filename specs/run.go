@@ -56,9 +56,9 @@ type RunOptions struct {
 	// ConvergeWait bounds the wait for convergence after SettleTime, in
 	// wall time (default 90 s, past checker.ConvergenceWallCeiling; 20 s at
 	// time scale 1, where the bound the checker needs, minutes of cluster
-	// time, is out of reach anyway). The
-	// wait ends as soon as the cluster converged, or once it ran healed
-	// for its convergence bound (checker.Convergence) of cluster time.
+	// time, is out of reach anyway). The wait ends as soon as the cluster
+	// converged, or once it ran healed for its convergence bound
+	// (checker.Convergence) of cluster time and the wall ceiling.
 	ConvergeWait time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
@@ -346,8 +346,8 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 // run was interrupted or some fault may still be active (healed is zero),
 // waits until the state final follows shows no divergence (checker.Converge)
 // or the cluster has run healed (since healed) for the convergence bound of
-// cluster time,
-// for at most opts.ConvergeWait more, and records how it ended.
+// cluster time and checker.ConvergenceWallCeiling of wall time, for at most
+// opts.ConvergeWait more, and records how it ended.
 func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time) {
 	sleepCtx(ctx, opts.SettleTime)
 	if healed.IsZero() || res.Interrupted || ctx.Err() != nil {
