@@ -461,6 +461,11 @@ func (p *statusPoster) post(ctx context.Context, st *corev1.PodStatus, final boo
 	if err != nil {
 		return fmt.Errorf("patching status of %s/%s: %w", p.w.namespace, p.w.name, err)
 	}
+	// Failpoint neverFinishDeletion is a PLANTED BUG for the bug zoo,
+	// inert unless a scenario switches it on: the final status is posted
+	// but the deletion is never finished with grace 0, so the pod stays
+	// Terminating on a Ready node for good (breaks PS-4, LC-11).
+	failpoint.InjectContext(p.k.failpoints(), "neverFinishDeletion", func() { final = false })
 	if !final {
 		return nil
 	}

@@ -39,6 +39,36 @@ type Schedule struct {
 	seq     uint64         // injections so far
 	counts  map[string]int // injections so far, by fault name
 	skipped int            // composed draws skipped for a conflict
+	// live counts the faults injected and not yet healed, from the end of
+	// their injection to the end of their heal (as the history records
+	// them); since is when live last went from 0 to 1, and faultTime sums
+	// the times before it during which live was above 0.
+	live      int
+	since     time.Time
+	faultTime time.Duration
+}
+
+// FaultTime is how long some fault of the schedule has been in force so
+// far: the union of its faults' times, each from the end of its injection
+// to the end of its heal.
+func (s *Schedule) FaultTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live > 0 {
+		return s.faultTime + time.Since(s.since)
+	}
+	return s.faultTime
+}
+
+// liveChangeLocked counts a fault in (+1) or out (-1) of force; s.mu is held.
+func (s *Schedule) liveChangeLocked(d int) {
+	if s.live == 0 && d > 0 {
+		s.since = time.Now()
+	}
+	s.live += d
+	if s.live == 0 && d < 0 {
+		s.faultTime += time.Since(s.since)
+	}
 }
 
 // Injected is how many faults the schedule has injected so far.
@@ -139,6 +169,7 @@ func (s *Schedule) inject(ctx context.Context, t, via target.Target, f Fault, rn
 		s.counts = map[string]int{}
 	}
 	s.counts[f.Name()]++
+	s.liveChangeLocked(+1)
 	s.mu.Unlock()
 	if s.Recorder != nil {
 		s.Recorder.Nemesis(startEvent(id, f, t, inj))
@@ -159,6 +190,9 @@ func (s *Schedule) heal(id uint64, log *slog.Logger) error {
 	if s.Recorder != nil {
 		s.Recorder.Nemesis(history.NemesisEvent{ID: id, Description: inj.Description, Phase: history.PhaseEnd, Targets: inj.Targets})
 	}
+	s.mu.Lock()
+	s.liveChangeLocked(-1)
+	s.mu.Unlock()
 	log.Info("fault healed", "what", inj.Description)
 	if err != nil {
 		return fmt.Errorf("healing %s: %w", inj.Description, err)

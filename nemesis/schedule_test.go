@@ -110,6 +110,19 @@ func TestScheduleComposesFaults(t *testing.T) {
 	if len(h.Nemesis) != s.Injected() {
 		t.Errorf("%d intervals recorded for %d injections", len(h.Nemesis), s.Injected())
 	}
+	// The schedule's fault time covers the recorded intervals' union (a
+	// run waits on it for the convergence checker, which reads the
+	// intervals), and no more than the history's span.
+	var union, coveredTo int64
+	for _, iv := range h.Nemesis {
+		if start := max(iv.Start, coveredTo); iv.End > start {
+			union += iv.End - start
+			coveredTo = iv.End
+		}
+	}
+	if ft := s.FaultTime(); ft < time.Duration(union) || ft > time.Duration(h.End) {
+		t.Errorf("fault time %s, want between the intervals' union %s and the history's span %s", ft, time.Duration(union), time.Duration(h.End))
+	}
 
 	// The cluster settles: a leader, and every node Ready again.
 	cs := admin(t, c)

@@ -55,6 +55,18 @@ func init() {
 			Knobs: workload.Knobs{"lifecycle": {"variants": []any{"probes", "startup-fail", "unready"}, "interval": "2s"}}},
 	})
 	registerBug(Bug{
+		Name:        "kubelet-never-finishes-deletion",
+		Description: "kubelets post a deleted pod's final status but never finish its deletion with grace 0: pods stay Terminating on Ready nodes (breaks PS-4, LC-11; needs a failpoint build)",
+		Failpoint:   "github.com/podsafe/podsafe/kubelet/neverFinishDeletion",
+		Guarantees:  []string{"PS-4", "LC-11"},
+		Checker:     checker.ConvergenceChecker,
+		// No fault: the run ends healed, waits for the cluster to settle
+		// (5 minutes of cluster time, about 7 s at time scale 50, and
+		// 10 s of wall time), and the pods the workload deleted are still
+		// there.
+		Scenario: Scenario{Workload: "replicas", Nemesis: []string{"none"}, Duration: Duration(8 * time.Second), Seed: 2},
+	})
+	registerBug(Bug{
 		Name:        "kubelet-restart-forgets-grace",
 		Description: "a restarted kubelet resumes a termination with what remained of the old deadline instead of the full grace (breaks PS-5, LC-12; needs a failpoint build)",
 		Failpoint:   "github.com/podsafe/podsafe/kubelet/restartForgetsGrace",

@@ -58,7 +58,8 @@ type RunOptions struct {
 	// time scale 1, where the bound the checker needs, minutes of cluster
 	// time, is out of reach anyway). The wait ends as soon as the cluster
 	// converged, or once it ran healed for its convergence bound
-	// (checker.Convergence) of cluster time and the wall ceiling.
+	// (checker.Convergence) of cluster time and the wall floor its faults
+	// call for (checker.ConvergenceWallFloor).
 	ConvergeWait time.Duration
 	// CheckTimeout bounds each checker (default 60 s).
 	CheckTimeout time.Duration
@@ -260,7 +261,9 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		defer stop()
 		err := runSteps(runCtx, s.Steps, sys.target, sys.admin, sys.adminCfg, rec)
 		rec.Log(checker.LogStepsHealed, map[string]string{"err": fmt.Sprint(err)})
-		settle(ctx, s, opts, rec, res, final, time.Now())
+		// The steps' cuts are not timed here: the longest wait the
+		// checker may need.
+		settle(ctx, s, opts, rec, res, final, time.Now(), checker.ConvergenceWallCeiling)
 		return err
 	}
 
@@ -328,7 +331,7 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("composed nemesis finished", map[string]string{"injected": fmt.Sprint(sched.Injected()),
 			"skipped": fmt.Sprint(sched.Skipped())})
 	}
-	settle(ctx, s, opts, rec, res, final, healed)
+	settle(ctx, s, opts, rec, res, final, healed, checker.ConvergenceWallFloor(sched.FaultTime()))
 	if nemErr := nemesisErr(nemesisDone, &nemErr); nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
 		res.Warnings = append(res.Warnings, "nemesis: "+nemErr.Error())
@@ -346,9 +349,10 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 // run was interrupted or some fault may still be active (healed is zero),
 // waits until the state final follows shows no divergence (checker.Converge)
 // or the cluster has run healed (since healed) for the convergence bound of
-// cluster time and checker.ConvergenceWallCeiling of wall time, for at most
-// opts.ConvergeWait more, and records how it ended.
-func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time) {
+// cluster time and floor of wall time (checker.ConvergenceWallFloor of the
+// faults' time), for at most opts.ConvergeWait more, and records how it
+// ended.
+func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time, floor time.Duration) {
 	sleepCtx(ctx, opts.SettleTime)
 	if healed.IsZero() || res.Interrupted || ctx.Err() != nil {
 		return
@@ -361,9 +365,9 @@ func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recor
 		div := conv.Divergences
 		healedFor := time.Since(healed)
 		// A little past the bound and the wall floor, so the recorder's
-		// clock, which the checker reads, has passed them too. The floor
-		// taken is the highest: the checker's, from the faults, is lower.
-		need := max(time.Duration(float64(conv.Bound)/scale), checker.ConvergenceWallCeiling) + 100*time.Millisecond
+		// clock, which the checker reads, has passed them too (the
+		// schedule's fault time covers the intervals the checker reads).
+		need := max(time.Duration(float64(conv.Bound)/scale), floor) + 100*time.Millisecond
 		converged := err == nil && len(div) == 0
 		if converged || healedFor >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
 			attrs := map[string]string{
