@@ -235,7 +235,7 @@ func registry() []checkerDef {
 	}, {
 		Info: Info{
 			Name:        ConvergenceChecker,
-			Description: "from the store's record of pods, nodes, StatefulSets and ReplicaSets at the history's end: once every fault healed the cluster converged within its stated bound (5 minutes of cluster time plus the longest grace period): no pod is left terminating or Pending on a Ready node, every ReplicaSet has its replicas active, every pet is created, replaced and scaled down, and every pending pod was judged by the scheduler",
+			Description: "from the store's record of pods, nodes, StatefulSets, ReplicaSets and volume attachments at the history's end: once every fault healed the cluster converged within its stated bound (5 minutes of cluster time plus the longest grace period, and twice the faults' time plus 10 s of wall time, at most 75 s): no pod is left terminating or Pending on a Ready node, none on a fenced node and no attachment to one, every ReplicaSet has its replicas active and a status that says so, every pet is created, replaced and scaled down, and every pending pod was judged by the scheduler and placed once a Ready node has room for it",
 			Guarantees:  convergenceGuarantees,
 		},
 		applies: onHistoryIf(convergenceApplies),
