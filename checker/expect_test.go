@@ -65,6 +65,22 @@ func TestPetsHistoryWithNoPetRunJudgesNothing(t *testing.T) {
 	}
 }
 
+// A replicas run has no pets, and at-most-one judges its container runs
+// for their node: Ok, not "nothing judged"; with no run at all, Unknown.
+func TestReplicasHistoryJudgesItsRuns(t *testing.T) {
+	b := (&hb{}).
+		storePod(1, "web-x", "a", "ReplicaSet").
+		led(2, history.LedgerStart, "n1", "web-x", "a")
+	bg := context.Background()
+	if r := resultOf(t, Check(bg, b.history(), Options{Workload: "replicas"}), AtMostOneChecker); r.Verdict != Ok {
+		t.Errorf("at-most-one for the replicas workload = %s %q, want Ok", r.Verdict, r.Summary)
+	}
+	b = (&hb{}).storePod(1, "web-x", "a", "ReplicaSet")
+	if r := resultOf(t, Check(bg, b.history(), Options{Workload: "replicas"}), AtMostOneChecker); r.Verdict != Unknown {
+		t.Errorf("at-most-one for a replicas run without runs = %s %q, want Unknown", r.Verdict, r.Summary)
+	}
+}
+
 func TestPetsHistoryWithPetRunsStaysOk(t *testing.T) {
 	b := (&hb{}).
 		created(1, identityPet, "web-0", "a").
