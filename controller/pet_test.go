@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -190,5 +192,64 @@ func TestPetStatusSkipsOnlyTerminatingPets(t *testing.T) {
 		if st.Replicas != 8 || st.ReadyReplicas != 7 || st.AvailableReplicas != 7 || st.UpdatedReplicas != 7 {
 			t.Fatalf("status %+v; want 8 replicas, 7 ready, available and updated", st)
 		}
+	}
+}
+
+// TestPetUpdateStatusWritesEveryChange: the pet controller writes the
+// status when any field it computes changed, each alone (the revisions too,
+// which kubectl rollout status reads), and makes no write when none did.
+func TestPetUpdateStatusWritesEveryChange(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", Generation: 2},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "v1"}}}}}}
+	p := newPet(set, 0)
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pets := map[int]*corev1.Pod{0: p}
+	set.Status = petStatus(set, pets)
+	for _, tc := range []struct {
+		name   string
+		change func(*appsv1.StatefulSetStatus)
+	}{
+		{"nothing", nil},
+		{"observedGeneration", func(s *appsv1.StatefulSetStatus) { s.ObservedGeneration = 1 }},
+		{"replicas", func(s *appsv1.StatefulSetStatus) { s.Replicas = 2 }},
+		{"readyReplicas", func(s *appsv1.StatefulSetStatus) { s.ReadyReplicas = 0 }},
+		{"availableReplicas", func(s *appsv1.StatefulSetStatus) { s.AvailableReplicas = 0 }},
+		{"currentReplicas", func(s *appsv1.StatefulSetStatus) { s.CurrentReplicas = 0 }},
+		{"updatedReplicas", func(s *appsv1.StatefulSetStatus) { s.UpdatedReplicas = 0 }},
+		{"currentRevision", func(s *appsv1.StatefulSetStatus) { s.CurrentRevision = "old" }},
+		{"updateRevision", func(s *appsv1.StatefulSetStatus) { s.UpdateRevision = "old" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := set.DeepCopy()
+			if tc.change != nil {
+				tc.change(&stale.Status)
+			}
+			cs := fake.NewClientset(stale)
+			pc := &Pet{cfg: PetConfig{Client: cs}}
+			if err := pc.updateStatus(context.Background(), stale, pets); err != nil {
+				t.Fatal(err)
+			}
+			var writes int
+			for _, a := range cs.Actions() {
+				if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+					writes++
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[tc.change == nil]; writes != want {
+				t.Fatalf("%d status writes, want %d", writes, want)
+			}
+			if tc.change == nil {
+				return
+			}
+			got, err := cs.AppsV1().StatefulSets("ns").Get(context.Background(), "db", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(set.Status, got.Status); diff != "" {
+				t.Errorf("status written (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
