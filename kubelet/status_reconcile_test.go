@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,5 +64,23 @@ func TestStatusReconcile(t *testing.T) {
 				t.Error("reposted with nothing posted, or after the final status")
 			}
 		})
+	}
+}
+
+// TestSortedStatus: the posted status lists its containers by name, as the
+// upstream kubelet sorts them, whatever order the worker keeps them in, and
+// leaves the worker's copy as it was.
+func TestSortedStatus(t *testing.T) {
+	st := &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web"}, {Name: "app"}, {Name: "sidecar"}, {Name: "log"}}}
+	got := sortedStatus(st)
+	var names []string
+	for _, c := range got.ContainerStatuses {
+		names = append(names, c.Name)
+	}
+	if want := "app log sidecar web"; strings.Join(names, " ") != want {
+		t.Errorf("posted order %v, want %s", names, want)
+	}
+	if st.ContainerStatuses[0].Name != "web" {
+		t.Error("sortedStatus changed the worker's copy")
 	}
 }
