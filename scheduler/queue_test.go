@@ -133,3 +133,36 @@ func TestQueueRequeueOnlyInFlight(t *testing.T) {
 		t.Errorf("queued pod after Requeue: where %v, attempts %d, backoff count %d; want active, 0, 0", qp.where, qp.Attempts, q.backoff)
 	}
 }
+
+// TestQueuePriorityChange: a queued pod whose priority changes moves to its
+// new place (PR-3); a pod in flight whose priority changes leaves the
+// queued ones where they are.
+func TestQueuePriorityChange(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := NewQueue(clk, time.Second, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, name := range []string{"a", "b", "c", "d"} {
+		q.AddOrUpdate(st.MakePod().Name(name).UID(name).Priority(int32(i + 1)).Obj())
+		clk.Step(time.Millisecond)
+	}
+	pop := func() string {
+		t.Helper()
+		qp, err := q.Pop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qp.Pod.Name
+	}
+	if got := pop(); got != "d" {
+		t.Fatalf("first pop %s, want d", got)
+	}
+	// d is in flight: its new priority must not move the queued pods.
+	q.AddOrUpdate(st.MakePod().Name("d").UID("d").Priority(0).Obj())
+	// a, the lowest, becomes the highest.
+	q.AddOrUpdate(st.MakePod().Name("a").UID("a").Priority(10).Obj())
+	got := []string{pop(), pop(), pop()}
+	if diff := cmp.Diff([]string{"a", "c", "b"}, got); diff != "" {
+		t.Errorf("pop order after the priority changes (-want +got):\n%s", diff)
+	}
+}

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -167,5 +169,34 @@ func TestServerWriteReportsAcceptance(t *testing.T) {
 	}
 	if n := srv.Writes("v0"); n != 1 {
 		t.Errorf("accepted writes = %d, want 1", n)
+	}
+}
+
+// TestServeEndsCleanly: Serve answers on its listener, and returns nil
+// once the listener is closed (the cluster closes it to stop the storage
+// server); any other failure would be an error.
+func TestServeEndsCleanly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(&kubelet.MemoryLedger{}, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	c := &Client{BaseURL: "http://" + l.Addr().String(), HTTP: &http.Client{Timeout: 10 * time.Second}}
+	w := kubelet.StorageWrite{Volume: "default.data-db-0", Namespace: "default", Pod: "db-0", UID: "u1", Container: "app", Token: 1, Seq: 1}
+	if err := c.Write(context.Background(), w); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve after its listener closed = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return once its listener closed")
 	}
 }
