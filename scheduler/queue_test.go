@@ -22,14 +22,7 @@ func TestQueueOrderAndBackoff(t *testing.T) {
 	clk.Step(time.Millisecond)
 	q.AddOrUpdate(st.MakePod().Name("low-new").Priority(1).Obj())
 
-	pop := func() string {
-		t.Helper()
-		qp, err := q.Pop(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return qp.Pod.Name
-	}
+	pop := func() string { t.Helper(); return popName(ctx, t, q) }
 	// PR-3: the high-priority pod fails and backs off; the lower ones run.
 	first := pop()
 	q.Requeue("high")
@@ -146,14 +139,7 @@ func TestQueuePriorityChange(t *testing.T) {
 		q.AddOrUpdate(st.MakePod().Name(name).UID(name).Priority(int32(i + 1)).Obj())
 		clk.Step(time.Millisecond)
 	}
-	pop := func() string {
-		t.Helper()
-		qp, err := q.Pop(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return qp.Pod.Name
-	}
+	pop := func() string { t.Helper(); return popName(ctx, t, q) }
 	if got := pop(); got != "d" {
 		t.Fatalf("first pop %s, want d", got)
 	}
@@ -165,4 +151,14 @@ func TestQueuePriorityChange(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "c", "b"}, got); diff != "" {
 		t.Errorf("pop order after the priority changes (-want +got):\n%s", diff)
 	}
+}
+
+// popName pops the next pod of q and returns its name.
+func popName(ctx context.Context, t *testing.T, q *Queue) string {
+	t.Helper()
+	qp, err := q.Pop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp.Pod.Name
 }
