@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -85,9 +86,10 @@ func faultTime(h *history.History) time.Duration {
 // and waits on it; the checker feeds it the history's store lines. It is
 // safe for concurrent use.
 type FinalTracker struct {
-	mu    sync.Mutex
-	last  map[trackKey]json.RawMessage // nil once deleted
-	order []trackKey
+	mu               sync.Mutex
+	last             map[trackKey]json.RawMessage // nil once deleted
+	order            []trackKey
+	through, changed int64 // see FinalState
 }
 
 type trackKey struct{ resource, namespace, name string }
@@ -121,13 +123,17 @@ func (t *FinalTracker) Observe(ev history.StoreEvent) {
 		t.order = append(t.order, k)
 	}
 	t.last[k] = obj
+	t.through = max(t.through, ev.T)
+	if r != "nodes" {
+		t.changed = max(t.changed, ev.T)
+	}
 }
 
 // State returns the objects that exist, in the order they were first seen.
 func (t *FinalTracker) State() FinalState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var st FinalState
+	st := FinalState{Through: t.through, Changed: t.changed}
 	for _, k := range t.order {
 		obj := t.last[k]
 		if obj == nil {
@@ -150,13 +156,31 @@ func (t *FinalTracker) State() FinalState {
 }
 
 // finalState rebuilds from the store's record the objects that exist at
-// the history's end, each as its last recorded version.
-func finalState(store []history.StoreEvent) FinalState {
+// the history's end, each as its last recorded version; stateAt those that
+// existed at recorder time at (the store lines recorded up to then).
+func finalState(store []history.StoreEvent) FinalState { return stateAt(store, math.MaxInt64) }
+
+func stateAt(store []history.StoreEvent, at int64) FinalState {
 	t := NewFinalTracker()
 	for i := range store {
-		t.Observe(store[i])
+		if store[i].T <= at {
+			t.Observe(store[i])
+		}
 	}
 	return t.State()
+}
+
+// lookedConverged returns the recorder time the run last looked at the
+// cluster and found it converged (its LogConvergence line with converged
+// true, attribute "at"), and false when it did not.
+func lookedConverged(logs []history.LogEntry) (int64, bool) {
+	for i := len(logs) - 1; i >= 0; i-- {
+		if l := &logs[i]; l.Msg == LogConvergence && l.Attrs["converged"] == "true" {
+			at, err := strconv.ParseInt(l.Attrs["at"], 10, 64)
+			return at, err == nil
+		}
+	}
+	return 0, false
 }
 
 // healedAt is the recorder time of the run's record that every fault has
@@ -199,14 +223,18 @@ func convergenceApplies(h *history.History) bool {
 // settled once every fault healed: the objects the store holds at the
 // history's end must show no divergences (Converge). Liveness cannot be
 // refuted in finite time, so the checker states its bound: a divergence is
-// Illegal only when the cluster ran healed for at least its bound
-// (Convergence.Bound) on its own clock (the recorder's time from the heal
-// record to the history's end, times the run's time scale), and for at
-// least ConvergenceWallFloor of wall time (client-go backs off on the real
-// clock), and the history is whole. With a shorter tail, a lost store event or a torn history the
-// divergences are listed and the verdict is Unknown. A cluster with nothing
-// to judge (no pods, sets or replica sets) is Unknown; a converged one is
-// Ok, however short its tail.
+// Illegal only when the cluster stood still, healed (from the heal record,
+// or the last change of a pod, set or attachment, whichever is later, to
+// the history's end) for at least its bound (Convergence.Bound) on its own
+// clock (recorder time times the run's time scale) and for at least
+// ConvergenceWallFloor of wall time (client-go backs off on the real
+// clock), and the history is whole. A cluster that converged is Ok: at the
+// history's end, or when the run last looked (its LogConvergence line)
+// and the state the store lines recorded up to then shows it; one that
+// changed since may be settling again. With a shorter quiet tail, a lost
+// store event or a torn history the divergences are listed and the verdict
+// is Unknown. A cluster with nothing to judge (no pods, sets or replica
+// sets) is Unknown.
 func CheckConvergence(ctx context.Context, h *history.History, opts Options) Result {
 	res, _, cancel := startCheck(ctx, opts, ConvergenceChecker, convergenceGuarantees)
 	defer cancel()
@@ -215,7 +243,7 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		return res.finish(Unknown, "the history records no final heal (the run was killed, or the nemesis did not stop): convergence is not judged")
 	}
 	st := finalState(h.Store)
-	res.Stats.Ops = len(st.Pods) + len(st.StatefulSets) + len(st.ReplicaSets)
+	res.Stats.Ops = len(st.Pods) + len(st.StatefulSets) + len(st.ReplicaSets) + len(st.VolumeAttachments)
 	res.Stats.Checked = res.Stats.Ops
 	if res.Stats.Ops == 0 {
 		return res.finish(Unknown, "the store holds no pod, StatefulSet or ReplicaSet at the history's end: nothing to judge")
@@ -226,7 +254,10 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	}
 	div, bound := conv.Divergences, conv.Bound
 	scale := historyScale(h)
-	tailWall := time.Duration(h.End - healed)
+	// The tail is the time the cluster stood still, healed: from the heal
+	// or the last change of a pod, set or attachment, whichever is later.
+	still := max(healed, st.Changed)
+	tailWall := time.Duration(h.End - still)
 	tail := time.Duration(float64(tailWall) * scale)
 	floor := ConvergenceWallFloor(faultTime(h))
 	res.Figures = append(res.Figures,
@@ -237,7 +268,16 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		Figure{Name: "divergences", Value: float64(len(div)), Unit: "count"})
 	judged := fmt.Sprintf("%s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"), count(len(st.ReplicaSets), "ReplicaSet"))
 	if len(div) == 0 {
-		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say", round(tail), judged))
+		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say",
+			round(time.Duration(float64(h.End-healed)*scale)), judged))
+	}
+	if at, ok := lookedConverged(h.Logs); ok && at >= healed {
+		// The run saw the cluster converged, and it moved on since: the
+		// state as the store lines recorded it then says whether it was.
+		if then, err := Converge(stateAt(h.Store, at)); err == nil && len(then.Divergences) == 0 {
+			return res.finish(Ok, fmt.Sprintf("the cluster converged: %s after the final heal (scaled) every object was where it should be; it changed since, and %s at the history's end, first %s, are still settling (the last change %s before the end)",
+				round(time.Duration(float64(at-healed)*scale)), count(len(div), "divergence"), div[0], round(tail)))
+		}
 	}
 	for i, d := range div {
 		if i == opts.maxEvidence() {
@@ -252,11 +292,11 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	case poStoreLost(h.Logs) || storeLost(h.Logs):
 		why = "the recorder lost store events, so the final state may be stale"
 	case tail < bound:
-		why = fmt.Sprintf("the cluster ran healed for only %s (scaled) of the %s it is given", round(tail), round(bound))
+		why = fmt.Sprintf("the cluster stood still, healed, for only %s (scaled) of the %s it is given", round(tail), round(bound))
 	case tailWall < floor:
-		why = fmt.Sprintf("the cluster ran healed for only %s of wall time, and its clients' back-off after %s of faults may take %s", round(tailWall), round(faultTime(h)), round(floor))
+		why = fmt.Sprintf("the cluster stood still, healed, for only %s of wall time, and its clients' back-off after %s of faults may take %s", round(tailWall), round(faultTime(h)), round(floor))
 	}
-	summary := fmt.Sprintf("%s at the history's end, %s after the final heal (scaled; bound %s): %s", count(len(div), "divergence"), round(tail), round(bound), div[0])
+	summary := fmt.Sprintf("%s at the history's end, which stood still for %s after the final heal (scaled; bound %s): %s", count(len(div), "divergence"), round(tail), round(bound), div[0])
 	if why != "" {
 		res.Evidence = nil
 		return res.finish(Unknown, "not judged, "+why+"; "+summary)

@@ -21,6 +21,11 @@ const defaultSchedulerName = "default-scheduler"
 // and as the history holds them.
 type FinalState struct {
 	Pods, Nodes, StatefulSets, ReplicaSets, VolumeAttachments []json.RawMessage
+	// Through is the recorder time of the last store line the state
+	// follows; Changed that of the last one that changed something other
+	// than a node (nodes change with every heart-beat): from then on the
+	// pods, sets and attachments stood still.
+	Through, Changed int64
 }
 
 // Divergence is one way a cluster is not yet where its objects say it

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -388,7 +389,7 @@ func TestCheckConvergence(t *testing.T) {
 	}
 
 	res = CheckConvergence(ctx, cvHistory(t, broken, short), Options{})
-	if res.Verdict != Unknown || !strings.Contains(res.Summary, "ran healed for only 5m0s (scaled) of the 5m30s") {
+	if res.Verdict != Unknown || !strings.Contains(res.Summary, "stood still, healed, for only 5m0s (scaled) of the 5m30s") {
 		t.Errorf("broken, short tail: %s: %s", res.Verdict, res.Summary)
 	}
 
@@ -402,6 +403,37 @@ func TestCheckConvergence(t *testing.T) {
 	h.Logs = append(h.Logs, history.LogEntry{Msg: history.LogStoreEventsLost, Attrs: map[string]string{"resource": "replicasets.apps"}})
 	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "lost store events") {
 		t.Errorf("lost events: %s: %s", res.Verdict, res.Summary)
+	}
+
+	// A change 5 s (recorder time) after the heal: the cluster stood still
+	// for 29 s of the 34, 4m50s scaled, short of the bound.
+	h = cvHistory(t, broken, enough)
+	late := h.Store[len(h.Store)-1]
+	late.T = int64(6 * time.Second)
+	h.Store = append(h.Store, late)
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "stood still, healed, for only 4m50s (scaled)") {
+		t.Errorf("a late change: %s: %s", res.Verdict, res.Summary)
+	}
+
+	// The run looked 2 s after the heal and found the cluster converged;
+	// a pet failed after that: Ok, the cluster is settling again.
+	h = cvHistory(t, converged(), short)
+	failed := converged()
+	failed.pod("db-1").Status.Phase = corev1.PodFailed
+	raw, err := json.Marshal(failed.pod("db-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Store = append(h.Store, history.StoreEvent{Type: history.StoreModified, Resource: "pods", Namespace: "ns", Name: "db-1", Object: raw, T: int64(4 * time.Second)})
+	h.Logs = append(h.Logs, history.LogEntry{Msg: LogConvergence, T: int64(3 * time.Second), Attrs: map[string]string{"converged": "true", "at": strconv.FormatInt(int64(2*time.Second), 10)}})
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Ok || !strings.Contains(res.Summary, "10s after the final heal (scaled) every object was where it should be") ||
+		!strings.Contains(res.Summary, "pet db-1 is Failed") {
+		t.Errorf("converged when the run looked: %s: %s", res.Verdict, res.Summary)
+	}
+	// A look that saw divergences proves nothing.
+	h.Logs[len(h.Logs)-1].Attrs["converged"] = "false"
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown {
+		t.Errorf("a look that did not converge: %s: %s", res.Verdict, res.Summary)
 	}
 
 	// Faults of 20 s in all (two overlapping and one apart) give the

@@ -348,10 +348,11 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 // settle lets the healed cluster run for opts.SettleTime, then, unless the
 // run was interrupted or some fault may still be active (healed is zero),
 // waits until the state final follows shows no divergence (checker.Converge)
-// or the cluster has run healed (since healed) for the convergence bound of
-// cluster time and floor of wall time (checker.ConvergenceWallFloor of the
-// faults' time), for at most opts.ConvergeWait more, and records how it
-// ended.
+// or the cluster has stood still, healed (no pod, set or attachment changed
+// since healed or since), for the convergence bound of cluster time and
+// floor of wall time (checker.ConvergenceWallFloor of the faults' time), for
+// at most opts.ConvergeWait more, and records how it ended, with the
+// recorder time of the last store line it judged ("at").
 func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recorder, res *report.Results, final *checker.FinalTracker, healed time.Time, floor time.Duration) {
 	sleepCtx(ctx, opts.SettleTime)
 	if healed.IsZero() || res.Interrupted || ctx.Err() != nil {
@@ -359,21 +360,29 @@ func settle(ctx context.Context, s Scenario, opts RunOptions, rec *history.Recor
 	}
 	deadline := time.Now().Add(opts.ConvergeWait)
 	scale := max(s.TimeScale, 1)
+	// The heal on the recorder's clock, which the store lines carry.
+	healedAt := rec.Now() - time.Since(healed)
 	for {
 		began := time.Now()
-		conv, err := checker.Converge(final.State())
+		st := final.State()
+		conv, err := checker.Converge(st)
 		div := conv.Divergences
-		healedFor := time.Since(healed)
+		// How long the cluster has stood still, healed: since the heal
+		// or the last change of a pod, set or attachment, as the checker
+		// counts it.
+		still := rec.Now() - max(healedAt, time.Duration(st.Changed))
 		// A little past the bound and the wall floor, so the recorder's
 		// clock, which the checker reads, has passed them too (the
 		// schedule's fault time covers the intervals the checker reads).
 		need := max(time.Duration(float64(conv.Bound)/scale), floor) + 100*time.Millisecond
 		converged := err == nil && len(div) == 0
-		if converged || healedFor >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
+		if converged || still >= need || !time.Now().Before(deadline) || ctx.Err() != nil {
 			attrs := map[string]string{
 				"converged": strconv.FormatBool(converged),
-				"waited":    (time.Duration(float64(healedFor) * scale)).Round(time.Millisecond).String(),
+				"waited":    (time.Duration(float64(time.Since(healed)) * scale)).Round(time.Millisecond).String(),
+				"still":     (time.Duration(float64(still) * scale)).Round(time.Millisecond).String(),
 				"bound":     conv.Bound.String(),
+				"at":        strconv.FormatInt(st.Through, 10),
 			}
 			if err != nil {
 				attrs["error"] = err.Error()
