@@ -33,10 +33,13 @@ const (
 	LogStepsHealed    = "steps finished; all cuts healed"
 )
 
-// LogConvergence is the log message with which a run records its wait for
-// the cluster to converge (attributes "converged", "waited" in scaled
-// seconds, "bound" in scaled seconds, "divergences"). The checker judges
-// the store's record, not this line; it is for people reading the history.
+// LogConvergence is the log message with which a run records the end of
+// its wait for the cluster to converge: "converged" (true or false),
+// "waited" since the heal and "still" (how long nothing but nodes changed),
+// both in cluster time, "bound", "divergences" and the "first", and "at",
+// the recorder time of the last store line its last look judged. The
+// checker judges the store's record, not this line: it reads only "at" and
+// "converged", to rebuild the state the run saw converged.
 const LogConvergence = "convergence"
 
 // ConvergenceBase is the time a healed cluster is given to converge, on
