@@ -145,6 +145,12 @@ func Run(ctx context.Context, c Config) (*report.MutationResults, string, error)
 	}
 	defer os.RemoveAll(work)
 	snap := filepath.Join(work, "snapshot")
+	if c.Commit != "" {
+		// The results name the commit measured, not "HEAD", which moves.
+		if c.Commit, err = ResolveCommit(ctx, c.Root, c.Commit); err != nil {
+			return nil, "", err
+		}
+	}
 	if err := Snapshot(ctx, c.Root, snap, c.Commit); err != nil {
 		return nil, "", err
 	}

@@ -95,6 +95,18 @@ func Enumerate(ctx context.Context, gremlins, snapshot, pkg string, logw io.Writ
 	return ParseGremlins(pkg, f)
 }
 
+// ResolveCommit returns the full hash of commit (a hash, a branch, HEAD) in
+// the git repository at root.
+func ResolveCommit(ctx context.Context, root, commit string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--verify", "--quiet", commit+"^{commit}")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("commit %q: not a commit of the repository at %s", commit, root)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Snapshot copies the module's tracked files except store/ and bin/ into
 // dir: as the working tree has them when commit is empty, else as commit
 // has them. A mutation run builds, tests and mutates the snapshot only, so

@@ -257,3 +257,25 @@ func TestLocateMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveCommit: a commit given as HEAD is recorded as the hash it
+// named; a name that is no commit is an error naming it.
+func TestResolveCommit(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		t.Skip("not a git checkout")
+	}
+	got, err := ResolveCommit(context.Background(), root, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 || strings.Trim(got, "0123456789abcdef") != "" {
+		t.Errorf("HEAD resolved to %q, want a full hash", got)
+	}
+	if _, err := ResolveCommit(context.Background(), root, "no-such-commit"); err == nil || !strings.Contains(err.Error(), `"no-such-commit"`) {
+		t.Errorf("err = %v, want one naming the commit", err)
+	}
+}
