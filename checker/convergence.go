@@ -102,17 +102,8 @@ func NewFinalTracker() *FinalTracker { return &FinalTracker{last: map[trackKey]j
 
 // Observe records one store line.
 func (t *FinalTracker) Observe(ev history.StoreEvent) {
-	var r string
-	switch ev.Resource {
-	case "pods", "nodes":
-		r = ev.Resource
-	case "statefulsets.apps", "statefulsets":
-		r = "statefulsets"
-	case "replicasets.apps", "replicasets":
-		r = "replicasets"
-	case "volumeattachments.storage.k8s.io", "volumeattachments":
-		r = "volumeattachments"
-	default:
+	r := trackedResource(ev.Resource)
+	if r == "" {
 		return
 	}
 	k := trackKey{r, ev.Namespace, ev.Name}
@@ -292,7 +283,7 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	switch {
 	case !h.Complete:
 		why = "the history has no closing record"
-	case poStoreLost(h.Logs) || storeLost(h.Logs):
+	case storeLost(h.Logs):
 		why = "the recorder lost store events, so the final state may be stale"
 	case tail < bound:
 		why = fmt.Sprintf("the cluster stood still, healed, for only %s (scaled) of the %s it is given", round(tail), round(bound))
@@ -307,15 +298,28 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	return res.finish(Illegal, "the cluster did not converge: "+summary)
 }
 
-// storeLost reports a "store events lost" log of any resource the rules
-// read.
+// trackedResource names, the same for either spelling, a resource whose
+// objects the convergence rules read, and is "" for any other.
+func trackedResource(resource string) string {
+	switch resource {
+	case "pods", "nodes":
+		return resource
+	case "statefulsets.apps", "statefulsets":
+		return "statefulsets"
+	case "replicasets.apps", "replicasets":
+		return "replicasets"
+	case "volumeattachments.storage.k8s.io", "volumeattachments":
+		return "volumeattachments"
+	}
+	return ""
+}
+
+// storeLost reports a history.LogStoreEventsLost line of a resource the
+// rules read, or of every resource (no "resource" attribute).
 func storeLost(logs []history.LogEntry) bool {
 	for _, l := range logs {
-		if l.Msg == "store events lost" {
-			switch l.Attrs["resource"] {
-			case "nodes", "statefulsets.apps", "replicasets.apps", "statefulsets", "replicasets":
-				return true
-			}
+		if r := l.Attrs["resource"]; l.Msg == history.LogStoreEventsLost && (r == "" || trackedResource(r) != "") {
+			return true
 		}
 	}
 	return false

@@ -404,6 +404,13 @@ func TestCheckConvergence(t *testing.T) {
 	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Unknown || !strings.Contains(res.Summary, "lost store events") {
 		t.Errorf("lost events: %s: %s", res.Verdict, res.Summary)
 	}
+	// Lost events of every resource count; of a resource not read, not.
+	for res, want := range map[string]Verdict{"": Unknown, "leases.coordination.k8s.io": Illegal} {
+		h.Logs[len(h.Logs)-1].Attrs["resource"] = res
+		if got := CheckConvergence(ctx, h, Options{}); got.Verdict != want {
+			t.Errorf("lost events of %q: %s, want %s: %s", res, got.Verdict, want, got.Summary)
+		}
+	}
 
 	// A change 5 s (recorder time) after the heal: the cluster stood still
 	// for 29 s of the 34, 4m50s scaled, short of the bound.
