@@ -273,6 +273,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	mode := k.PodListMode()
 	k.log.Info("pod reflector", "list", mode)
 	inf := cache.NewSharedIndexInformer(newPodListWatch(k.cfg.Client, k.cfg.NodeName, mode), &corev1.Pod{}, 0, cache.Indexers{})
+	// The kubelet never reads managedFields (its status writes are patches),
+	// so its cache drops them, as kube-scheduler's and
+	// kube-controller-manager's informers do: a pod's field sets are most
+	// of its decoded size once a few managers have written it.
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return fmt.Errorf("watching pods of %s: %w", k.cfg.NodeName, err)
+	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.podSeen(obj) },
 		UpdateFunc: func(_, obj any) { k.podSeen(obj) },
@@ -310,6 +317,15 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.wg.Wait()
 	k.log.Info("kubelet stopped")
 	return nil
+}
+
+// stripManagedFields is the pod informer's transform: the object without
+// its managedFields.
+func stripManagedFields(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields = nil
+	}
+	return obj, nil
 }
 
 func (k *Kubelet) goFunc(f func()) {

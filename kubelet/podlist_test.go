@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -112,5 +113,24 @@ func TestPodListRequests(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		hs.CloseClientConnections()
 		hs.Close()
+	}
+}
+
+// TestStripManagedFields: the pod cache's transform drops a pod's field sets
+// and nothing else, and passes other objects (a tombstone) through.
+func TestStripManagedFields(t *testing.T) {
+	p := &corev1.Pod{}
+	p.Name, p.Spec.NodeName = "p", "n"
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	got, err := stripManagedFields(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := got.(*corev1.Pod); q.ManagedFields != nil || q.Name != "p" || q.Spec.NodeName != "n" {
+		t.Errorf("transformed pod %+v, want its name and node and no managedFields", q.ObjectMeta)
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: p}
+	if got, err := stripManagedFields(tomb); err != nil || got != any(tomb) {
+		t.Errorf("tombstone transformed to %v, %v; want it unchanged", got, err)
 	}
 }
