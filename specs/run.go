@@ -331,6 +331,12 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 		rec.Log("composed nemesis finished", map[string]string{"injected": fmt.Sprint(sched.Injected()),
 			"skipped": fmt.Sprint(sched.Skipped())})
 	}
+	if f, ok := w.(workload.Finisher); ok && !healed.IsZero() && !res.Interrupted && ctx.Err() == nil {
+		// The final phase: its operations are recorded after the heal, and
+		// the wait below is for their effects too.
+		rec.Log(LogFinalPhase, nil)
+		wlErr = errors.Join(wlErr, f.Finish(ctx, env))
+	}
 	settle(ctx, s, opts, rec, res, final, healed, checker.ConvergenceWallFloor(sched.FaultTime()))
 	if nemErr := nemesisErr(nemesisDone, &nemErr); nemErr != nil {
 		log.Warn("nemesis", "err", nemErr)
@@ -344,6 +350,10 @@ func execute(ctx context.Context, s Scenario, opts RunOptions, rec *history.Reco
 	}
 	return wlErr
 }
+
+// LogFinalPhase is the log message with which a run, once every fault
+// healed, begins its workload's final phase (workload.Finisher).
+const LogFinalPhase = "final phase"
 
 // settle lets the healed cluster run for opts.SettleTime, then, unless the
 // run was interrupted or some fault may still be active (healed is zero),

@@ -116,3 +116,23 @@ func (m *Mix) Run(ctx context.Context, env Env) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Finish implements Finisher: the final phase of every part that has one,
+// all at once.
+func (m *Mix) Finish(ctx context.Context, env Env) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(m.Parts))
+	for i, p := range m.Parts {
+		f, ok := p.(Finisher)
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			if err := f.Finish(ctx, env); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", p.Name(), err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -76,6 +76,9 @@ func (w *Pets) Run(ctx context.Context, env Env) error {
 	return w.SetKnobs.run(ctx, env, w.Name(), w.family())
 }
 
+// Finish implements Finisher: one pet of every StatefulSet is deleted.
+func (w *Pets) Finish(ctx context.Context, _ Env) error { return w.SetKnobs.finish(ctx, w.family()) }
+
 func (w *Pets) family() *setFamily {
 	return &setFamily{ns: w.Namespace, prefix: "db", pets: true, statefulSet: w.statefulSet}
 }

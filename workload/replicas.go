@@ -79,7 +79,16 @@ func (w *Replicas) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
-	return w.SetKnobs.run(ctx, env, w.Name(), &setFamily{ns: w.Namespace, prefix: "web", replicaSet: w.replicaSet})
+	return w.SetKnobs.run(ctx, env, w.Name(), w.family())
+}
+
+// Finish implements Finisher: one pod of every ReplicaSet is deleted.
+func (w *Replicas) Finish(ctx context.Context, _ Env) error {
+	return w.SetKnobs.finish(ctx, w.family())
+}
+
+func (w *Replicas) family() *setFamily {
+	return &setFamily{ns: w.Namespace, prefix: "web", replicaSet: w.replicaSet}
 }
 
 // replicaSet builds set i with replicas. It is pure.

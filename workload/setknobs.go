@@ -3,9 +3,11 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // SetKnobs are the knobs the set workloads (pets, replicas) share: how many
@@ -47,6 +49,10 @@ type SetKnobs struct {
 	// looked at is read first and created if missing; creating one known to
 	// exist can only fail.
 	Weights [5]int
+
+	// first is the workload's first process once it ran: the final phase
+	// runs as it (finish).
+	first *proc
 }
 
 func (k *SetKnobs) defaults(workload string) {
@@ -93,8 +99,49 @@ func (k *SetKnobs) run(ctx context.Context, env Env, workload string, fam *setFa
 			ctx := context.WithoutCancel(runCtx)
 			pl := newSetPlanner(p.rng, k.Sets, k.MaxReplicas, k.MaxDeleteGrace, k.Force, k.Weights)
 			pl.regrace = k.Regrace
+			if p.worker == 0 {
+				k.first = p // read once run returned, after every process ended
+			}
 			for p.think(runCtx, k.Interval) {
 				fam.run(ctx, p, pl, pl.next())
 			}
 		})
+}
+
+// FinalGrace is the grace, in scaled seconds, of the final phase's
+// deletions: short, so that a run at time scale 1 sees the replacements
+// within its wait.
+const FinalGrace = 1
+
+// finish is a set workload's final phase (Finisher): as the workload's
+// first process, it lists the pods of every set and deletes the first by
+// name that is not terminating, with FinalGrace. The run then waits for
+// the cluster to converge, so every set that had a pod is seen to replace
+// one after the last fault healed (PS-7, PS-12), and every node that ran
+// one to finish its deletion (PS-4, LC-11). A set with no pod is left
+// alone; a failed call is recorded and the next set taken.
+func (k *SetKnobs) finish(ctx context.Context, fam *setFamily) error {
+	p := k.first
+	if p == nil {
+		return nil // the run ended before its first process began
+	}
+	for i := 0; i < k.Sets && ctx.Err() == nil; i++ {
+		set := fam.name(i)
+		pods, err := listPods(ctx, p, fam.ns, set)
+		if err != nil {
+			continue
+		}
+		var names []string
+		for j := range pods {
+			if pods[j].DeletionTimestamp == nil {
+				names = append(names, pods[j].Name)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		slices.Sort(names)
+		_ = deletePod(ctx, p, fam.ns, names[0], ptr.To[int64](FinalGrace))
+	}
+	return nil
 }

@@ -94,6 +94,17 @@ type Workload interface {
 	Run(ctx context.Context, env Env) error
 }
 
+// Finisher is a workload with a final phase, as Jepsen's final generator:
+// once the run's time is up and every fault has healed, Finish makes a few
+// more recorded operations, and the run then waits for their effects to
+// settle, which the convergence checker judges. A workload whose faults
+// healed only then shows whether what it broke comes back: a ReplicaSet
+// that replaces a pod, a kubelet that finishes a deletion. ctx bounds it;
+// an operation that fails is recorded as such and is no error of Finish.
+type Finisher interface {
+	Finish(ctx context.Context, env Env) error
+}
+
 // ErrUnknownWorkload: no workload has that name.
 var ErrUnknownWorkload = errors.New("unknown workload")
 

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,9 @@ type clusterRun struct {
 	history *history.History
 	ledger  *kubelet.MemoryLedger
 	stats   *workload.Stats
+	// finalFrom is the recorder time the final phase began (-1: w has
+	// none).
+	finalFrom int64
 }
 
 // runOnCluster starts a cluster with what w needs (3 nodes in 2 zones, time
@@ -75,6 +80,15 @@ func runOnCluster(t *testing.T, w workload.Workload, ns string, d time.Duration)
 	if err := w.Run(ctx, env); err != nil {
 		t.Fatalf("%s: %v", w.Name(), err)
 	}
+	finalFrom := int64(-1)
+	if f, ok := w.(workload.Finisher); ok {
+		// The run's end, then its final phase, as a run makes it once
+		// every fault healed (this cluster has none).
+		finalFrom = rec.Now().Nanoseconds()
+		if err := f.Finish(context.Background(), env); err != nil {
+			t.Fatalf("%s final phase: %v", w.Name(), err)
+		}
+	}
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +97,7 @@ func runOnCluster(t *testing.T, w workload.Workload, ns string, d time.Duration)
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d ops (%s), %d API calls, %d ledger entries", w.Name(), len(h.Ops), env.Stats, len(h.API), len(ledger.Entries()))
-	return &clusterRun{name: w.Name(), ns: ns, path: path, history: h, ledger: ledger, stats: env.Stats}
+	return &clusterRun{name: w.Name(), ns: ns, path: path, history: h, ledger: ledger, stats: env.Stats, finalFrom: finalFrom}
 }
 
 // checkOps asserts what every workload's history must show: each invoke
@@ -218,6 +232,7 @@ func TestPetsOnCluster(t *testing.T) {
 			t.Errorf("pet %s wrote volume %q, want %s.data-<pet>", e.Pod, e.Volume, r.ns)
 		}
 	}
+	r.checkFinal(t, "db", 3)
 }
 
 func TestReplicasOnCluster(t *testing.T) {
@@ -225,6 +240,65 @@ func TestReplicasOnCluster(t *testing.T) {
 	funcs := r.checkOps(t)
 	wantFuncs(t, funcs, "replicas:create-namespace", "replicas:create", "replicas:scale")
 	r.wantLedger(t)
+	r.checkFinal(t, "web", 3)
+}
+
+// checkFinal asserts the final phase of a set workload with sets sets: as
+// process 0, for each set in turn a list of its pods and, when the list
+// found one, the deletion of one of them with the final grace.
+func (r *clusterRun) checkFinal(t *testing.T, prefix string, sets int) {
+	t.Helper()
+	if r.finalFrom < 0 {
+		t.Fatalf("%s has no final phase", r.name)
+	}
+	var final []history.Op
+	for _, op := range r.history.Ops {
+		if op.Invoke >= r.finalFrom {
+			final = append(final, op)
+		}
+	}
+	deleted, i := 0, 0
+	for set := 0; set < sets; set++ {
+		key := fmt.Sprintf("%s/%s%d", r.ns, prefix, set)
+		if i == len(final) {
+			t.Fatalf("the final phase ended before it listed %s: %d ops", key, len(final))
+		}
+		list := final[i]
+		i++
+		if list.Func != r.name+":list-pods" || list.Key != key || list.Process != 0 || list.Status != history.StatusOK {
+			t.Fatalf("final op %d: %s %s by process %d (%s), want %s:list-pods %s by process 0, ok", i-1, list.Func, list.Key, list.Process, list.Status, r.name, key)
+		}
+		if n := summaryCount(list.Output, "pods") - summaryCount(list.Output, "terminating"); n <= 0 {
+			continue // no pod to delete
+		}
+		if i == len(final) {
+			t.Fatalf("the final list of %s found pods (%s) and no deletion followed", key, list.Output)
+		}
+		del := final[i]
+		i++
+		if del.Func != r.name+":delete-pod" || !strings.HasPrefix(del.Key, key+"-") || del.Value != fmt.Sprintf("grace=%d", workload.FinalGrace) || del.Status != history.StatusOK {
+			t.Fatalf("after the final list of %s (%s): %s %s %s (%s), want a delete-pod of one of its pods with grace=%d", key, list.Output, del.Func, del.Key, del.Value, del.Status, workload.FinalGrace)
+		}
+		deleted++
+	}
+	if i != len(final) {
+		t.Errorf("the final phase made %d ops, %d more than a list of each set and a deletion from each that had a pod", len(final), len(final)-i)
+	}
+	if deleted == 0 {
+		t.Errorf("the final phase deleted no pod: %+v", final)
+	}
+}
+
+// summaryCount reads count name of a list's output ("pods=3 running=2
+// terminating=1"), 0 when it is not there.
+func summaryCount(output, name string) int {
+	for _, f := range strings.Fields(output) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 func TestPriorityOnCluster(t *testing.T) {
