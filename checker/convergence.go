@@ -142,6 +142,8 @@ func (t *FinalTracker) State() FinalState {
 			st.StatefulSets = append(st.StatefulSets, obj)
 		case "replicasets":
 			st.ReplicaSets = append(st.ReplicaSets, obj)
+		case "deployments":
+			st.Deployments = append(st.Deployments, obj)
 		case "volumeattachments":
 			st.VolumeAttachments = append(st.VolumeAttachments, obj)
 		}
@@ -206,7 +208,7 @@ func convergenceApplies(h *history.History) bool {
 	}
 	for i := range h.Store {
 		switch h.Store[i].Resource {
-		case "pods", "statefulsets.apps", "statefulsets", "replicasets.apps", "replicasets":
+		case "pods", "statefulsets.apps", "statefulsets", "replicasets.apps", "replicasets", "deployments.apps", "deployments":
 			return true
 		}
 	}
@@ -237,7 +239,7 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		return res.finish(Unknown, "the history records no final heal (the run was killed, or the nemesis did not stop): convergence is not judged")
 	}
 	st := finalState(h.Store)
-	res.Stats.Ops = len(st.Pods) + len(st.StatefulSets) + len(st.ReplicaSets) + len(st.VolumeAttachments)
+	res.Stats.Ops = len(st.Pods) + len(st.StatefulSets) + len(st.ReplicaSets) + len(st.Deployments) + len(st.VolumeAttachments)
 	res.Stats.Checked = res.Stats.Ops
 	if res.Stats.Ops == 0 {
 		return res.finish(Unknown, "the store holds no pod, StatefulSet or ReplicaSet at the history's end: nothing to judge")
@@ -261,6 +263,10 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		Figure{Name: "convergence floor (wall)", Value: floor.Seconds(), Unit: "wall s"},
 		Figure{Name: "divergences", Value: float64(len(div)), Unit: "count"})
 	judged := fmt.Sprintf("%s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"), count(len(st.ReplicaSets), "ReplicaSet"))
+	if len(st.Deployments) > 0 {
+		judged = fmt.Sprintf("%s, %s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"),
+			count(len(st.ReplicaSets), "ReplicaSet"), count(len(st.Deployments), "Deployment"))
+	}
 	if len(div) == 0 {
 		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say",
 			round(time.Duration(float64(h.End-healed)*scale)), judged))
@@ -308,6 +314,8 @@ func trackedResource(resource string) string {
 		return "statefulsets"
 	case "replicasets.apps", "replicasets":
 		return "replicasets"
+	case "deployments.apps", "deployments":
+		return "deployments"
 	case "volumeattachments.storage.k8s.io", "volumeattachments":
 		return "volumeattachments"
 	}

@@ -20,7 +20,7 @@ const defaultSchedulerName = "default-scheduler"
 // build it with a FinalTracker from the store lines, as they are recorded
 // and as the history holds them.
 type FinalState struct {
-	Pods, Nodes, StatefulSets, ReplicaSets, VolumeAttachments []json.RawMessage
+	Pods, Nodes, StatefulSets, ReplicaSets, Deployments, VolumeAttachments []json.RawMessage
 	// Through is the recorder time of the last store line the state
 	// follows; Changed that of the last one that changed something other
 	// than a node (nodes change with every heart-beat): from then on the
@@ -133,8 +133,9 @@ func (p *cvPod) grace() int64 {
 type cvSet struct {
 	Metadata cvMeta `json:"metadata"`
 	Spec     struct {
-		Replicas            *int64 `json:"replicas"`
-		PodManagementPolicy string `json:"podManagementPolicy"`
+		Replicas            *int64     `json:"replicas"`
+		PodManagementPolicy string     `json:"podManagementPolicy"`
+		Template            cvTemplate `json:"template"`
 	} `json:"spec"`
 	Status struct {
 		ObservedGeneration int64 `json:"observedGeneration"`
@@ -275,6 +276,8 @@ type Convergence struct {
 //     only a healthy set). A set with none of these and no terminating pet
 //     whose status does not count its pets (replicas), its Running and
 //     Ready pets (readyReplicas) or its generation.
+//   - A Deployment (not being deleted or paused) whose rollout is not
+//     complete, or whose status does not say it is (deploymentRules).
 //
 // Objects that do not decode are an error naming the first.
 func Converge(st FinalState) (Convergence, error) {
@@ -284,6 +287,7 @@ func Converge(st FinalState) (Convergence, error) {
 		nodes:       decodeEach[cvNode](&d, "node", st.Nodes),
 		sets:        decodeEach[cvSet](&d, "statefulset", st.StatefulSets),
 		rss:         decodeEach[cvSet](&d, "replicaset", st.ReplicaSets),
+		deployments: decodeEach[cvDeployment](&d, "deployment", st.Deployments),
 		attachments: decodeEach[cvAttachment](&d, "volumeattachment", st.VolumeAttachments),
 		healthy:     map[string]bool{}, fenced: map[string]bool{},
 		byController: map[string][]*cvPod{}, byName: map[string]*cvPod{}}
@@ -306,6 +310,7 @@ func Converge(st FinalState) (Convergence, error) {
 	j.podRules()
 	j.attachmentRules()
 	j.replicaSetRules()
+	j.deploymentRules()
 	for i := range j.sets {
 		j.statefulSetRules(&j.sets[i])
 	}
@@ -320,6 +325,7 @@ type judgment struct {
 	pods        []cvPod
 	nodes       []cvNode
 	sets, rss   []cvSet
+	deployments []cvDeployment
 	attachments []cvAttachment
 	// healthy and fenced are the nodes' (cvNode.healthy, cvNode.fenced).
 	healthy, fenced map[string]bool
@@ -385,15 +391,7 @@ func (j *judgment) replicaSetRules() {
 		if rs.Metadata.DeletionTimestamp != nil {
 			continue
 		}
-		var active, ready int64
-		for _, p := range j.byController[rs.Metadata.UID] {
-			if kind, _ := p.controller(); kind == "ReplicaSet" && !p.terminating() && !p.terminal() {
-				active++
-				if st, _ := p.condition("Ready"); st == "True" {
-					ready++
-				}
-			}
-		}
+		active, ready := j.activePods(rs)
 		if want := rs.replicas(); active != want {
 			j.add("replicaset", &rs.Metadata, "PS-7", "wants %d replicas and has %d active pods (controlled by it, not terminating, not Succeeded or Failed)", want, active)
 		} else if wrong := rs.status(active, ready); wrong != "" {

@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,7 @@ type cvWorld struct {
 	nodes       []*corev1.Node
 	sets        []*appsv1.StatefulSet
 	rss         []*appsv1.ReplicaSet
+	deployments []*appsv1.Deployment
 	attachments []*storagev1.VolumeAttachment
 }
 
@@ -70,6 +73,30 @@ func cvRSObj(name string, replicas int32) *appsv1.ReplicaSet {
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas)}}
 }
 
+// cvDeploymentObj is Deployment "app" with replicas, rolled out from
+// revision 1 to 2: its set app-2 (of its template) holds the replicas, each
+// a Running and Ready pod on n2, and app-1 (of the older template) none.
+// It adds the sets and pods to w.
+func cvDeploymentObj(w *cvWorld, replicas int32) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "uid-app", Generation: 4},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "app"}, Annotations: map[string]string{"rev": "2"}}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas}}
+	for rev, n := range map[string]int32{"1": 0, "2": replicas} {
+		rs := cvRSObj("app-"+rev, n)
+		rs.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "app", UID: d.UID, Controller: ptr.To(true)}}
+		rs.Spec.Template.Labels = map[string]string{"app": "app", podTemplateHashLabel: "h" + rev}
+		rs.Spec.Template.Annotations = map[string]string{"rev": rev}
+		rs.Generation, rs.Status = 1, appsv1.ReplicaSetStatus{ObservedGeneration: 1, Replicas: n, ReadyReplicas: n}
+		w.rss = append(w.rss, rs)
+		for i := range n {
+			w.pods = append(w.pods, cvRunning(fmt.Sprintf("app-%s-%d", rev, i), "n2", rs, "ReplicaSet"))
+		}
+	}
+	slices.SortFunc(w.rss, func(a, b *appsv1.ReplicaSet) int { return strings.Compare(b.Name, a.Name) }) // web first
+	return d
+}
+
 // converged is a cluster where every object is where it should be: two
 // Ready nodes, one cut off (not Ready) and an empty fenced one, a
 // ReplicaSet of 2, an OrderedReady set of 2 and a Parallel set of 1, a pod
@@ -94,6 +121,7 @@ func converged() *cvWorld {
 	stuck := cvRunning("cut-0", "n3", cut, "StatefulSet")
 	stuck.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
 	stuck.DeletionGracePeriodSeconds = ptr.To[int64](30)
+	w.deployments = append(w.deployments, cvDeploymentObj(w, 1))
 	w.pods = append(w.pods,
 		cvRunning("web-a", "n1", rs, "ReplicaSet"), cvRunning("web-b", "n2", rs, "ReplicaSet"), failed,
 		cvRunning("db-0", "n1", db, "StatefulSet"), cvRunning("db-1", "n2", db, "StatefulSet"),
@@ -122,6 +150,9 @@ func (w *cvWorld) state(t *testing.T) FinalState {
 	}
 	for _, r := range w.rss {
 		enc(&st.ReplicaSets, r)
+	}
+	for _, d := range w.deployments {
+		enc(&st.Deployments, d)
 	}
 	for _, a := range w.attachments {
 		enc(&st.VolumeAttachments, a)
@@ -255,6 +286,35 @@ func TestDivergences(t *testing.T) {
 		{"a set with a terminating pet is not held to its status", func(w *cvWorld) {
 			w.sets[2].Status.Replicas = 5
 		}, nil},
+		{"Deployment of a template no set has", func(w *cvWorld) { w.deployments[0].Spec.Template.Annotations["rev"] = "3" },
+			[]string{"deployment/ns/app: PS-7 has no ReplicaSet of its current template (annotations rev=3): its rollout has not begun"}},
+		{"Deployment's old set not scaled down", func(w *cvWorld) { oldAppSet(w, true) },
+			[]string{"deployment/ns/app: PS-7 rollout not complete: its old ReplicaSet app-1 still has 1"}},
+		{"Deployment's current set short", func(w *cvWorld) {
+			w.deployments[0].Spec.Replicas = ptr.To[int32](2)
+			w.deployments[0].Status.Replicas, w.deployments[0].Status.UpdatedReplicas, w.deployments[0].Status.ReadyReplicas = 2, 2, 2
+		}, []string{"deployment/ns/app: PS-7 rollout not complete: its current ReplicaSet app-2 has 1 of its 2 replicas"}},
+		{"Deployment status behind", func(w *cvWorld) { w.deployments[0].Status.UpdatedReplicas = 0 },
+			[]string{"deployment/ns/app: PS-7 its rollout is complete (1 replicas), but its status says updatedReplicas 0"}},
+		{"Deployment generation not observed", func(w *cvWorld) { w.deployments[0].Generation = 5 },
+			[]string{"deployment/ns/app: PS-7 its rollout is complete (1 replicas), but its status says observedGeneration 4 (generation 5)"}},
+		{"a rollout waits for its new pods to be Ready", func(w *cvWorld) {
+			oldAppSet(w, true)
+			w.pod("app-2-0").Status.Conditions[1].Status = corev1.ConditionFalse
+			w.rss[1].Status.ReadyReplicas = 0
+		}, nil},
+		{"a paused Deployment is not rolled out", func(w *cvWorld) {
+			w.deployments[0].Spec.Paused = true
+			w.deployments[0].Spec.Template.Annotations["rev"] = "3"
+		}, nil},
+		{"two sets of the current template: neither judged", func(w *cvWorld) {
+			oldAppSet(w, false)
+			w.rss[2].Spec.Template.Annotations["rev"] = "2"
+		}, nil},
+		{"a set of a Deployment being deleted", func(w *cvWorld) {
+			w.deployments[0].DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			oldAppSet(w, true)
+		}, nil},
 		{"a same-named pod of another owner is no pet", func(w *cvWorld) {
 			w.pod("db-1").OwnerReferences = nil
 		}, []string{"statefulset/ns/db: PS-12 wants 2 replicas and pet db-1 does not exist"}},
@@ -279,6 +339,18 @@ func TestDivergences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// oldAppSet gives the Deployment's old set app-1 a replica, Running and
+// Ready, its status saying so; with alsoCurrent, the Deployment's status
+// counts it too, as it does while a rollout is under way.
+func oldAppSet(w *cvWorld, alsoCurrent bool) {
+	old := w.rss[2]
+	old.Spec.Replicas, old.Status.Replicas, old.Status.ReadyReplicas = ptr.To[int32](1), 1, 1
+	w.pods = append(w.pods, cvRunning("app-1-0", "n2", old, "ReplicaSet"))
+	if alsoCurrent {
+		w.deployments[0].Status.Replicas = 2
 	}
 }
 
@@ -350,6 +422,9 @@ func cvHistory(t *testing.T, w *cvWorld, tail time.Duration) *history.History {
 	for _, r := range st.ReplicaSets {
 		add("replicasets.apps", history.StoreAdded, r)
 	}
+	for _, d := range st.Deployments {
+		add("deployments.apps", history.StoreAdded, d)
+	}
 	h.Logs = []history.LogEntry{{Msg: LogWorkloadHealed, T: healed}}
 	h.End = healed + int64(tail)
 	return h
@@ -370,7 +445,7 @@ func TestCheckConvergence(t *testing.T) {
 	enough, short := 34*time.Second, 30*time.Second
 
 	res := CheckConvergence(ctx, cvHistory(t, converged(), short), Options{})
-	if res.Verdict != Ok || !strings.Contains(res.Summary, "8 pods, 3 StatefulSets and 1 ReplicaSet") {
+	if res.Verdict != Ok || !strings.Contains(res.Summary, "9 pods, 3 StatefulSets, 3 ReplicaSets and 1 Deployment") {
 		t.Errorf("converged: %s: %s", res.Verdict, res.Summary)
 	}
 

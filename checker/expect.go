@@ -43,6 +43,10 @@ var workloadExpects = map[string][]expectation{
 		{checker: AtMostOneChecker, input: "container run (ledger start lines)", judgedOps: true},
 		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},
+	"deployments": {
+		{checker: AtMostOneChecker, input: "container run (ledger start lines)", judgedOps: true},
+		{checker: PhasesChecker, input: "pod change in the store's record"},
+	},
 	"lifecycle": {
 		{checker: PhasesChecker, input: "pod change in the store's record"},
 	},

@@ -23,7 +23,7 @@ var PackageScenarios = map[string][]string{
 	"apiserver":       {"api-lengthens-grace", "node-controller-force-deletes", "conformance-lifecycle", "conformance-replicas"},
 	"kubelet":         {"kubelet-uses-spec-grace", "kubelet-restart-forgets-grace", "kubelet-probes-before-startup", "conformance-lifecycle", "conformance-replicas"},
 	"scheduler":       {"scheduler-preempts-equal-priority", "scheduler-counts-other-namespaces", "conformance-priority", "conformance-spread"},
-	"controller":      {"pet-controller-replaces-early", "conformance-pets", "conformance-replicas"},
+	"controller":      {"pet-controller-replaces-early", "conformance-pets", "conformance-replicas", "conformance-deployments"},
 	"fencing":         {"fencing-deletes-before-fence", "conformance-fencing"},
 	"cluster/storage": {"storage-accepts-fenced-writes", "conformance-fencing"},
 	// The scheduler's plugins are packages of their own; the spread and

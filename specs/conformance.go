@@ -39,6 +39,12 @@ var ConformanceRuns = map[string]Scenario{
 	// while its predecessor still runs.
 	"replicas": {Workload: "replicas-grace", Nemesis: []string{"kill-kubelet", "kill-controller"},
 		NemesisInterval: Duration(2 * time.Second), Duration: Duration(10 * time.Second), Seed: 14},
+	// Deployments scaled and rolled out under node partitions and
+	// controller restarts (PS-7 through their ReplicaSets): the final phase
+	// rolls each out once more after the heal, and the convergence checker
+	// judges that every rollout completed.
+	"deployments": {Workload: "deployments", Nemesis: []string{"partition-node", "kill-controller"},
+		NemesisInterval: Duration(2 * time.Second), Duration: Duration(10 * time.Second), Seed: 18},
 	// Every kind of pod lifecycle: exit codes × restart policies, crash
 	// loops, init containers, probes, readiness gates, preStop hooks.
 	"lifecycle": {Workload: "lifecycle", Nemesis: []string{"none"}, Duration: Duration(15 * time.Second), Seed: 15},
@@ -86,6 +92,10 @@ var ConformanceKube = map[string]Scenario{
 	// (kill-controller kills the whole process there).
 	"replicas": {Workload: "replicas-grace", Nemesis: []string{"kill-kubelet", "kill-controller"},
 		NemesisInterval: Duration(8 * time.Second), Duration: Duration(90 * time.Second), Seed: 14},
+	// Deployments through kube-controller-manager's deployment controller,
+	// under kubelet crashes and kube-controller-manager crashes.
+	"deployments": {Workload: "deployments", Nemesis: []string{"kill-kubelet", "kill-controller"},
+		NemesisInterval: Duration(8 * time.Second), Duration: Duration(90 * time.Second), Seed: 18},
 	// Every kind of pod lifecycle without faults. The crash loops' back-off
 	// runs in real time here (10 s, 20 s, 40 s ...), so 120 s sees a few
 	// restarts of each.
@@ -258,6 +268,7 @@ var ChaosMatrix = []ChaosEntry{
 	{Workload: "pets", Nemesis: []string{"partition-node-node", "pause-kubelet"}},
 	{Workload: "pets", Nemesis: []string{"pause-controller", "kill-controller"}},
 	{Workload: "replicas", Nemesis: []string{"clock", "kill-kubelet"}},
+	{Workload: "deployments", Nemesis: []string{"partition-node", "pause-controller"}},
 	{Workload: "priority", Nemesis: []string{"kill-scheduler", "pause-scheduler"}},
 	{Workload: "spread", Nemesis: []string{"pause-scheduler", "partition-node"}},
 	{Workload: "lifecycle", Nemesis: []string{"kill-kubelet", "pause-kubelet"}},

@@ -280,6 +280,21 @@ var _ = Describe("conformance", Label("conformance"), func() {
 		}, conformanceTimeout())
 	}
 
+	It("PS-7: Deployments act through their ReplicaSets, and every rollout completes once faults heal", Label("PS-7", "PS"), func(ctx SpecContext) {
+		out, h := outcome(ctx, "deployments")
+		expectJudgedOk(out, "PS-7", false)
+		rollouts := 0
+		for _, op := range h.Ops {
+			if op.Func == "deployments:rollout" && op.Status == history.StatusOK {
+				rollouts++
+			}
+		}
+		expectReached(rollouts > 0, "the run rolled a Deployment out")
+		expectReached(slices.ContainsFunc(out.Results.Checks, func(r checker.Result) bool {
+			return r.Checker == checker.ConvergenceChecker && strings.Contains(r.Summary, "Deployment")
+		}), "the convergence checker judged the Deployments")
+	}, conformanceTimeout())
+
 	It("LC-5: terminated containers carry reason, exit code, start and finish", Label("LC-5", "LC"), func(ctx SpecContext) {
 		_, h := outcome(ctx, "lifecycle")
 		terminated := 0

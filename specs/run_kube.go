@@ -33,6 +33,7 @@ var storeResourceGVRs = map[string]schema.GroupVersionResource{
 	"priorityclasses.scheduling.k8s.io": {Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
 	"statefulsets.apps":                 {Group: "apps", Version: "v1", Resource: "statefulsets"},
 	"replicasets.apps":                  {Group: "apps", Version: "v1", Resource: "replicasets"},
+	"deployments.apps":                  {Group: "apps", Version: "v1", Resource: "deployments"},
 	workload.LeaseResource:              {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 }
 
@@ -300,6 +301,8 @@ func adaptToKube(w workload.Workload, external bool) {
 		}
 		pace(&w.Interval)
 	case *workload.Replicas:
+		pace(&w.Interval)
+	case *workload.Deployments:
 		pace(&w.Interval)
 	case *workload.Priority:
 		pace(&w.Interval)

@@ -27,7 +27,7 @@ import (
 // Leases of its own namespace, see storeSources).
 var StoreEventResources = []string{
 	"pods", "nodes", "volumeattachments.storage.k8s.io", "poddisruptionbudgets.policy",
-	"priorityclasses.scheduling.k8s.io", "statefulsets.apps", "replicasets.apps",
+	"priorityclasses.scheduling.k8s.io", "statefulsets.apps", "replicasets.apps", "deployments.apps",
 }
 
 // storeSource is one resource whose committed changes a run records, in

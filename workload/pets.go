@@ -41,7 +41,8 @@ type Pets struct {
 	// as on the embedded cluster, whose volumes need no provisioning).
 	StorageClass string
 
-	_ struct{}
+	ran setRun
+	_   struct{}
 }
 
 // Name implements Workload.
@@ -73,11 +74,13 @@ func (w *Pets) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
-	return w.SetKnobs.run(ctx, env, w.Name(), w.family())
+	return w.SetKnobs.run(ctx, env, w.Name(), w.family(), &w.ran)
 }
 
 // Finish implements Finisher: one pet of every StatefulSet is deleted.
-func (w *Pets) Finish(ctx context.Context, _ Env) error { return w.SetKnobs.finish(ctx, w.family()) }
+func (w *Pets) Finish(ctx context.Context, _ Env) error {
+	return w.SetKnobs.finish(ctx, w.family(), &w.ran)
+}
 
 func (w *Pets) family() *setFamily {
 	return &setFamily{ns: w.Namespace, prefix: "db", pets: true, statefulSet: w.statefulSet}

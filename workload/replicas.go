@@ -36,6 +36,7 @@ type Replicas struct {
 
 	// name and describe are a variant's (see variant), when it runs as one.
 	name, describe string
+	ran            setRun
 
 	_ struct{}
 }
@@ -79,12 +80,12 @@ func (w *Replicas) Run(ctx context.Context, env Env) error {
 		return err
 	}
 	w.defaults()
-	return w.SetKnobs.run(ctx, env, w.Name(), w.family())
+	return w.SetKnobs.run(ctx, env, w.Name(), w.family(), &w.ran)
 }
 
 // Finish implements Finisher: one pod of every ReplicaSet is deleted.
 func (w *Replicas) Finish(ctx context.Context, _ Env) error {
-	return w.SetKnobs.finish(ctx, w.family())
+	return w.SetKnobs.finish(ctx, w.family(), &w.ran)
 }
 
 func (w *Replicas) family() *setFamily {

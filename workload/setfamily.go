@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsafe/podsafe/history"
@@ -29,9 +30,15 @@ type setFamily struct {
 	// pets: StatefulSets, whose pods are named <set>-<ordinal>; otherwise
 	// ReplicaSets, whose pods have generated names.
 	pets bool
-	// statefulSet / replicaSet build set i with the given replicas.
+	// statefulSet / replicaSet / deployment build set i with the given
+	// replicas; a family with deployment is of Deployments, whose pods
+	// have generated names too.
 	statefulSet func(i int, replicas int32) *appsv1.StatefulSet
 	replicaSet  func(i int, replicas int32) *appsv1.ReplicaSet
+	deployment  func(i int, replicas int32) *appsv1.Deployment
+	// rollouts is the percentage of a Deployment family's scale operations
+	// that are rollouts instead.
+	rollouts int
 }
 
 func (f *setFamily) name(i int) string { return f.prefix + strconv.Itoa(i) }
@@ -55,21 +62,30 @@ func (f *setFamily) do(ctx context.Context, p *proc, a setAction, replicas *int)
 	case setCreate:
 		return p.call(ctx, "create", f.key(name), fmt.Sprintf("replicas=%d", a.replicas), func(ctx context.Context, _ *history.Op) error {
 			var err error
-			if f.pets {
+			switch {
+			case f.pets:
 				_, err = p.cs.AppsV1().StatefulSets(f.ns).Create(ctx, f.statefulSet(a.set, a.replicas), metav1.CreateOptions{})
-			} else {
+			case f.deployment != nil:
+				_, err = p.cs.AppsV1().Deployments(f.ns).Create(ctx, f.deployment(a.set, a.replicas), metav1.CreateOptions{})
+			default:
 				_, err = p.cs.AppsV1().ReplicaSets(f.ns).Create(ctx, f.replicaSet(a.set, a.replicas), metav1.CreateOptions{})
 			}
 			return err
 		})
 	case setScale:
+		if a.rollout {
+			return f.rollout(ctx, p, name, a.revision)
+		}
 		return p.call(ctx, "scale", f.key(name), fmt.Sprintf("replicas=%d", a.replicas), func(ctx context.Context, op *history.Op) error {
 			sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
 				Spec: autoscalingv1.ScaleSpec{Replicas: a.replicas}}
 			var err error
-			if f.pets {
+			switch {
+			case f.pets:
 				sc, err = p.cs.AppsV1().StatefulSets(f.ns).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
-			} else {
+			case f.deployment != nil:
+				sc, err = p.cs.AppsV1().Deployments(f.ns).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
+			default:
 				sc, err = p.cs.AppsV1().ReplicaSets(f.ns).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
 			}
 			if err == nil {
@@ -94,12 +110,19 @@ func (f *setFamily) do(ctx context.Context, p *proc, a setAction, replicas *int)
 			var spec *int32
 			var st string
 			var err error
-			if f.pets {
+			switch {
+			case f.pets:
 				var s *appsv1.StatefulSet
 				if s, err = p.cs.AppsV1().StatefulSets(f.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 					spec, st = s.Spec.Replicas, fmt.Sprintf("current=%d ready=%d", s.Status.Replicas, s.Status.ReadyReplicas)
 				}
-			} else {
+			case f.deployment != nil:
+				var d *appsv1.Deployment
+				if d, err = p.cs.AppsV1().Deployments(f.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+					spec, st = d.Spec.Replicas, fmt.Sprintf("current=%d updated=%d ready=%d revision=%s", d.Status.Replicas, d.Status.UpdatedReplicas,
+						d.Status.ReadyReplicas, d.Spec.Template.Annotations[RevisionAnnotation])
+				}
+			default:
 				var s *appsv1.ReplicaSet
 				if s, err = p.cs.AppsV1().ReplicaSets(f.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 					spec, st = s.Spec.Replicas, fmt.Sprintf("current=%d ready=%d", s.Status.Replicas, s.Status.ReadyReplicas)
@@ -125,6 +148,25 @@ func (f *setFamily) do(ctx context.Context, p *proc, a setAction, replicas *int)
 		return err
 	}
 	return nil
+}
+
+// RevisionAnnotation is the pod template annotation a Deployment's rollout
+// changes (operation "rollout", Value revision=N): each value is a new
+// template, so a new ReplicaSet.
+const RevisionAnnotation = "podsafe.io/revision"
+
+// rollout changes Deployment name's pod template, its RevisionAnnotation
+// set to revision, with one merge patch: the recorded operation "rollout".
+func (f *setFamily) rollout(ctx context.Context, p *proc, name string, revision uint32) error {
+	value := fmt.Sprintf("revision=%d", revision)
+	return p.call(ctx, "rollout", f.key(name), value, func(ctx context.Context, op *history.Op) error {
+		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"%d"}}}}}`, RevisionAnnotation, revision)
+		d, err := p.cs.AppsV1().Deployments(f.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err == nil {
+			op.Output = fmt.Sprintf("generation=%d replicas=%d", d.Generation, ptr.Deref(d.Spec.Replicas, 1))
+		}
+		return err
+	})
 }
 
 // deleteReplica lists the pods of a ReplicaSet and deletes the one a.pick

@@ -49,9 +49,11 @@ type SetKnobs struct {
 	// looked at is read first and created if missing; creating one known to
 	// exist can only fail.
 	Weights [5]int
+}
 
-	// first is the workload's first process once it ran: the final phase
-	// runs as it (finish).
+// setRun is what a set workload's run leaves for its final phase (finish):
+// the workload's first process, once it ran.
+type setRun struct {
 	first *proc
 }
 
@@ -92,15 +94,15 @@ func (k SetKnobs) validate(workload string) error {
 }
 
 // run drives the processes of a set workload over fam until ctx ends.
-func (k *SetKnobs) run(ctx context.Context, env Env, workload string, fam *setFamily) error {
+func (k *SetKnobs) run(ctx context.Context, env Env, workload string, fam *setFamily, r *setRun) error {
 	return runProcs(ctx, env, workload, k.OpTimeout,
 		func(ctx context.Context, p *proc) error { return p.ensureNamespace(ctx, k.Namespace) },
 		func(runCtx context.Context, p *proc) {
 			ctx := context.WithoutCancel(runCtx)
 			pl := newSetPlanner(p.rng, k.Sets, k.MaxReplicas, k.MaxDeleteGrace, k.Force, k.Weights)
-			pl.regrace = k.Regrace
+			pl.regrace, pl.rollout = k.Regrace, fam.rollouts
 			if p.worker == 0 {
-				k.first = p // read once run returned, after every process ended
+				r.first = p // read once run returned, after every process ended
 			}
 			for p.think(runCtx, k.Interval) {
 				fam.run(ctx, p, pl, pl.next())
@@ -120,8 +122,8 @@ const FinalGrace = 1
 // one after the last fault healed (PS-7, PS-12), and every node that ran
 // one to finish its deletion (PS-4, LC-11). A set with no pod is left
 // alone; a failed call is recorded and the next set taken.
-func (k *SetKnobs) finish(ctx context.Context, fam *setFamily) error {
-	p := k.first
+func (k *SetKnobs) finish(ctx context.Context, fam *setFamily, r *setRun) error {
+	p := r.first
 	if p == nil {
 		return nil // the run ended before its first process began
 	}

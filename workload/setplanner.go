@@ -45,12 +45,19 @@ type setAction struct {
 	regrace      bool
 	regraceAfter time.Duration
 	regraceGrace int64
+	// rollout turns setScale into a Deployment's rollout to a new pod
+	// template, its revision annotation set to revision.
+	rollout  bool
+	revision uint32
 }
 
 // String renders the action for tests and logs.
 func (a setAction) String() string {
 	switch a.verb {
 	case setCreate, setScale:
+		if a.rollout {
+			return fmt.Sprintf("rollout %d revision=%d", a.set, a.revision)
+		}
 		return fmt.Sprintf("%s %d replicas=%d", a.verb, a.set, a.replicas)
 	case setDeletePod:
 		s := fmt.Sprintf("%s %d ord=%d pick=%d %s", a.verb, a.set, a.ord, a.pick, graceValue(a.grace))
@@ -85,7 +92,10 @@ type setPlanner struct {
 	// regrace is the percentage of pod deletions followed by a second
 	// deletion of the terminating pod (SetKnobs.Regrace); 0 draws nothing
 	// more from rng, so the operations of a seed stay as they were.
-	regrace  int
+	regrace int
+	// rollout is the percentage of scale operations that are rollouts
+	// instead (Deployments); 0 draws nothing more from rng.
+	rollout  int
 	state    []setKnowledge
 	replicas []int // the last spec.replicas seen or written, -1 unknown
 }
@@ -114,6 +124,9 @@ func (pl *setPlanner) next() setAction {
 	switch a.verb {
 	case setCreate, setScale:
 		a.replicas = int32(pl.rng.IntN(pl.maxReplicas + 1))
+		if a.verb == setScale && pl.rollout > 0 && pl.rng.IntN(100) < pl.rollout {
+			a.rollout, a.revision = true, pl.rng.Uint32()
+		}
 	case setDeletePod:
 		// A pet beyond the replicas the process last saw is most likely
 		// gone; aim at the ones that should exist.
@@ -162,6 +175,8 @@ func pickRegrace(rng *rand.Rand, first *int64, maxSec int64) (time.Duration, int
 // wrote it or a get read it (replicas, -1 when not known), its replicas.
 func (pl *setPlanner) observe(a setAction, replicas int, err error) {
 	switch {
+	case a.rollout && err == nil:
+		pl.state[a.set] = setExists // its replicas unchanged
 	case a.verb == setCreate && err == nil, a.verb == setScale && err == nil:
 		pl.state[a.set], pl.replicas[a.set] = setExists, int(a.replicas)
 	case a.verb == setCreate && apierrors.IsAlreadyExists(err):

@@ -258,6 +258,21 @@ func (r *clusterRun) checkFinal(t *testing.T, prefix string, sets int) {
 		}
 	}
 	deleted, i := 0, 0
+	if r.name == "deployments" {
+		// A Deployment's final phase rolls each out first.
+		for set := 0; set < sets; set++ {
+			key := fmt.Sprintf("%s/%s%d", r.ns, prefix, set)
+			if i == len(final) {
+				t.Fatalf("the final phase ended before it rolled %s out", key)
+			}
+			if op := final[i]; op.Func != "deployments:rollout" || op.Key != key || op.Status != history.StatusOK || !strings.HasPrefix(op.Value, "revision=") {
+				t.Fatalf("final op %d: %s %s %s (%s), want deployments:rollout %s revision=N, ok", i, op.Func, op.Key, op.Value, op.Status, key)
+			}
+			i++
+		}
+		final = final[i:]
+		i = 0
+	}
 	for set := 0; set < sets; set++ {
 		key := fmt.Sprintf("%s/%s%d", r.ns, prefix, set)
 		if i == len(final) {
@@ -299,6 +314,14 @@ func summaryCount(output, name string) int {
 		}
 	}
 	return 0
+}
+
+func TestDeploymentsOnCluster(t *testing.T) {
+	r := runOnCluster(t, &workload.Deployments{}, "podsafe-deployments", clusterRunTime)
+	funcs := r.checkOps(t)
+	wantFuncs(t, funcs, "deployments:create-namespace", "deployments:create", "deployments:scale", "deployments:rollout")
+	r.wantLedger(t)
+	r.checkFinal(t, "app", 3)
 }
 
 func TestPriorityOnCluster(t *testing.T) {
