@@ -445,3 +445,43 @@ func TestSetPlannerRegrace(t *testing.T) {
 		}
 	}
 }
+
+// TestSetPlannerRollout: with Rollout at 100% every scale of a Deployment
+// is a rollout, which leaves the replicas the planner knows alone; at 0%
+// none is, and the planner draws the same operations as one that knows
+// no rollouts (a seed's runs of the other set workloads do not change).
+func TestSetPlannerRollout(t *testing.T) {
+	plain := newSetPlanner(rand.New(rand.NewPCG(5, 6)), 3, 3, 30, false, [setVerbs]int{0, 1, 1, 1, 1})
+	off := newSetPlanner(rand.New(rand.NewPCG(5, 6)), 3, 3, 30, false, [setVerbs]int{0, 1, 1, 1, 1})
+	off.rollout = 0
+	all := newSetPlanner(rand.New(rand.NewPCG(5, 6)), 3, 3, 30, false, [setVerbs]int{0, 1, 1, 1, 1})
+	all.rollout = 100
+	rollouts := 0
+	for range 500 {
+		a, b, c := plain.next(), off.next(), all.next()
+		if a.String() != b.String() || b.rollout {
+			t.Fatalf("rollout 0%%: %v, a planner without rollouts %v", b, a)
+		}
+		if c.verb == setScale {
+			if !c.rollout {
+				t.Fatalf("rollout 100%%: %v is no rollout", c)
+			}
+			rollouts++
+			before := all.replicas[c.set]
+			all.observe(c, -1, nil)
+			if all.replicas[c.set] != before || all.state[c.set] != setExists {
+				t.Fatalf("after %v: replicas %d (were %d), state %v", c, all.replicas[c.set], before, all.state[c.set])
+			}
+		} else {
+			if c.rollout {
+				t.Fatalf("%v: only a scale is a rollout", c)
+			}
+			all.observe(c, -1, nil)
+		}
+		plain.observe(a, -1, nil)
+		off.observe(b, -1, nil)
+	}
+	if rollouts == 0 {
+		t.Fatal("no rollout drawn")
+	}
+}
