@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -102,26 +101,14 @@ func (w *Deployments) family() *setFamily {
 // upstream's defaults (25% surge and unavailable). It is pure.
 func (w *Deployments) deployment(i int, replicas int32) *appsv1.Deployment {
 	name := "app" + strconv.Itoa(i)
-	grace := w.TerminationGrace
-	if grace == 0 {
-		grace = setGrace(i)
-	}
 	ann := map[string]string{RevisionAnnotation: "0"}
 	setScript(ann, "app", w.Script)
-	d := &appsv1.Deployment{
+	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelApp: name}, Annotations: ann},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To(grace),
-					Containers:                    []corev1.Container{simContainer("app")},
-				},
-			},
+			Template: setTemplate(i, name, w.TerminationGrace, ann, w.Placement),
 		},
 	}
-	place(w.Placement, &d.Spec.Template.Spec)
-	return d
 }

@@ -89,10 +89,6 @@ func (w *Pets) family() *setFamily {
 // statefulSet builds set i with replicas. It is pure.
 func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 	name := "db" + strconv.Itoa(i)
-	grace := w.TerminationGrace
-	if grace == 0 {
-		grace = setGrace(i)
-	}
 	ann := map[string]string{}
 	setScript(ann, "app", w.Script)
 	var claims []corev1.PersistentVolumeClaim
@@ -110,19 +106,12 @@ func (w *Pets) statefulSet(i int, replicas int32) *appsv1.StatefulSet {
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelApp: name}, Annotations: ann},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To(grace),
-					Containers:                    []corev1.Container{simContainer("app")},
-				},
-			},
+			Replicas:             ptr.To(replicas),
+			ServiceName:          name,
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: name}},
+			Template:             setTemplate(i, name, w.TerminationGrace, ann, w.Placement),
 			VolumeClaimTemplates: claims,
 		},
 	}
-	place(w.Placement, &set.Spec.Template.Spec)
 	return set
 }

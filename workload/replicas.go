@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -95,26 +94,14 @@ func (w *Replicas) family() *setFamily {
 // replicaSet builds set i with replicas. It is pure.
 func (w *Replicas) replicaSet(i int, replicas int32) *appsv1.ReplicaSet {
 	name := "web" + strconv.Itoa(i)
-	grace := w.TerminationGrace
-	if grace == 0 {
-		grace = setGrace(i)
-	}
 	ann := map[string]string{}
 	setScript(ann, "app", w.Scripts[i%len(w.Scripts)])
-	set := &appsv1.ReplicaSet{
+	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelApp: name}, Annotations: ann},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To(grace),
-					Containers:                    []corev1.Container{simContainer("app")},
-				},
-			},
+			Template: setTemplate(i, name, w.TerminationGrace, ann, w.Placement),
 		},
 	}
-	place(w.Placement, &set.Spec.Template.Spec)
-	return set
 }

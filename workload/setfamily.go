@@ -275,6 +275,24 @@ func createPod(ctx context.Context, p *proc, pod *corev1.Pod, value string) erro
 // labelApp is the label that ties a workload's pods to their set (or group).
 const labelApp = "app"
 
+// setTemplate is the pod template of set i, called name, of a set
+// workload: labelled app=<name>, annotated with ann, one simulated
+// container, the grace given (0: setGrace(i)), adjusted by placement.
+func setTemplate(i int, name string, grace int64, ann map[string]string, placement func(*corev1.PodSpec)) corev1.PodTemplateSpec {
+	if grace == 0 {
+		grace = setGrace(i)
+	}
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelApp: name}, Annotations: ann},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(grace),
+			Containers:                    []corev1.Container{simContainer("app")},
+		},
+	}
+	place(placement, &t.Spec)
+	return t
+}
+
 // setGrace is the default terminationGracePeriodSeconds of set i's pods:
 // 5 s for the first, 2 s more for each next, at most 10.
 func setGrace(i int) int64 { return min(5+2*int64(i), 10) }
