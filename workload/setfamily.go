@@ -169,7 +169,7 @@ func (f *setFamily) rollout(ctx context.Context, p *proc, name string, revision 
 	})
 }
 
-// deleteReplica lists the pods of a ReplicaSet and deletes the one a.pick
+// deleteReplica lists the pods of a set and deletes the one a.pick
 // names among those not yet terminating, sorted by name; it returns that
 // pod's name ("" when there was none).
 func (f *setFamily) deleteReplica(ctx context.Context, p *proc, set string, a setAction) (string, error) {

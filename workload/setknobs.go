@@ -3,14 +3,13 @@ package workload
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
-// SetKnobs are the knobs the set workloads (pets, replicas) share: how many
+// SetKnobs are the knobs the set workloads (pets, replicas, deployments) share: how many
 // sets, how far they scale, how their pods are deleted, and the pace.
 type SetKnobs struct {
 	// Namespace holds the sets (default "podsafe-<workload>").
@@ -128,22 +127,7 @@ func (k *SetKnobs) finish(ctx context.Context, fam *setFamily, r *setRun) error 
 		return nil // the run ended before its first process began
 	}
 	for i := 0; i < k.Sets && ctx.Err() == nil; i++ {
-		set := fam.name(i)
-		pods, err := listPods(ctx, p, fam.ns, set)
-		if err != nil {
-			continue
-		}
-		var names []string
-		for j := range pods {
-			if pods[j].DeletionTimestamp == nil {
-				names = append(names, pods[j].Name)
-			}
-		}
-		if len(names) == 0 {
-			continue
-		}
-		slices.Sort(names)
-		_ = deletePod(ctx, p, fam.ns, names[0], ptr.To[int64](FinalGrace))
+		_, _ = fam.deleteReplica(ctx, p, fam.name(i), setAction{grace: ptr.To[int64](FinalGrace)})
 	}
 	return nil
 }
