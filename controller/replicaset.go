@@ -97,6 +97,37 @@ type ReplicaSet struct {
 type rsPending struct {
 	created map[string]time.Time    // pod name -> when created
 	deleted map[types.UID]time.Time // pod UID -> when deleted
+	// seen: pods of the set the informer delivered while a create was in
+	// flight (name -> when), so that a create whose pod the informer
+	// showed, or showed and removed, before the call returned is not
+	// counted as in flight.
+	seen     map[string]bool
+	inFlight int // create calls not returned yet
+}
+
+// observed notes that the pod informer delivered p (added, changed or
+// removed): a pod the controller created is then no longer in flight, even
+// if the lister no longer shows it by the next sync (created and deleted
+// within one sync's lag), which would otherwise leave the set counting a
+// pod that will never appear.
+func (rc *ReplicaSet) observed(p *corev1.Pod) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	pd := rc.pending[ref.UID]
+	if pd == nil {
+		return
+	}
+	if _, ok := pd.created[p.Name]; ok {
+		delete(pd.created, p.Name)
+		return
+	}
+	if pd.inFlight > 0 {
+		pd.seen[p.Name] = true
+	}
 }
 
 // NewReplicaSet builds the controller; Run starts it.
@@ -120,6 +151,7 @@ func NewReplicaSet(cfg ReplicaSetConfig) (*ReplicaSet, error) {
 	podOwner := func(obj any) {
 		if p := podFromObj(obj); p != nil {
 			if key := controllerKey(p, "ReplicaSet"); key != "" {
+				rc.observed(p)
 				rc.queue.add(key)
 			}
 		}
@@ -172,7 +204,7 @@ func (rc *ReplicaSet) sync(ctx context.Context, key string) error {
 			owned = append(owned, p)
 		}
 	}
-	active, inFlight := rc.reconcilePending(set.UID, owned)
+	active, inFlight, waiting := rc.reconcilePending(set.UID, owned)
 	want := int(ptr.Deref(set.Spec.Replicas, 1))
 	if set.DeletionTimestamp != nil {
 		// Being deleted (foreground or orphan): the garbage collector
@@ -181,7 +213,15 @@ func (rc *ReplicaSet) sync(ctx context.Context, key string) error {
 		want = len(active) + inFlight
 	}
 	var errs []error
-	switch diff := want - len(active) - inFlight; {
+	diff := want - len(active) - inFlight
+	if waiting || diff != 0 {
+		// A write the informer never shows (its pod created and removed
+		// between two looks, or an event lost) is forgotten after
+		// PendingTimeout: look again then, so that the set is not left
+		// short until some unrelated event comes.
+		rc.queue.addAfter(key, rc.cfg.PendingTimeout)
+	}
+	switch {
 	case diff > 0:
 		for range diff {
 			if err := rc.createPod(ctx, set); err != nil {
@@ -202,21 +242,20 @@ func (rc *ReplicaSet) sync(ctx context.Context, key string) error {
 }
 
 // reconcilePending forgets writes the cache now shows (or that timed out)
-// and returns the active pods, minus those it deleted, and the number of
-// pods it created that the cache does not show yet.
-func (rc *ReplicaSet) reconcilePending(uid types.UID, owned []*corev1.Pod) ([]*corev1.Pod, int) {
+// and returns the active pods, minus those it deleted, the number of pods
+// it created that the cache does not show yet, and whether some write is
+// still pending (the set must then be synced again once it times out).
+func (rc *ReplicaSet) reconcilePending(uid types.UID, owned []*corev1.Pod) ([]*corev1.Pod, int, bool) {
 	now := rc.cfg.Clock.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	pd := rc.pending[uid]
 	if pd == nil {
-		pd = &rsPending{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}}
+		pd = &rsPending{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}, seen: map[string]bool{}}
 		rc.pending[uid] = pd
 	}
-	seen := map[string]bool{}
 	var active []*corev1.Pod
 	for _, p := range owned {
-		seen[p.Name] = true
 		delete(pd.created, p.Name)
 		if !podActive(p) {
 			delete(pd.deleted, p.UID)
@@ -242,7 +281,7 @@ func (rc *ReplicaSet) reconcilePending(uid types.UID, owned []*corev1.Pod) ([]*c
 			delete(pd.deleted, uid)
 		}
 	}
-	return active, len(pd.created)
+	return active, len(pd.created), len(pd.created)+len(pd.deleted) > 0
 }
 
 // createPod creates one pod from the set's template with a generated name.
@@ -256,16 +295,28 @@ func (rc *ReplicaSet) createPod(ctx context.Context, set *appsv1.ReplicaSet) err
 		},
 		Spec: *set.Spec.Template.Spec.DeepCopy(),
 	}
+	rc.mu.Lock()
+	pd := rc.pending[set.UID] // made by reconcilePending in this sync
+	pd.inFlight++
+	rc.mu.Unlock()
 	created, err := rc.cfg.Client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	rc.mu.Lock()
+	pd.inFlight--
+	if err == nil {
+		if _, ok := pd.seen[created.Name]; ok {
+			delete(pd.seen, created.Name) // the informer was first
+		} else {
+			pd.created[created.Name] = rc.cfg.Clock.Now()
+		}
+	}
+	if pd.inFlight == 0 {
+		clear(pd.seen)
+	}
+	rc.mu.Unlock()
 	rc.createdEvent(set, created, err)
 	if err != nil {
 		return fmt.Errorf("creating pod of replica set %s/%s: %w", set.Namespace, set.Name, err)
 	}
-	rc.mu.Lock()
-	if pd := rc.pending[set.UID]; pd != nil {
-		pd.created[created.Name] = rc.cfg.Clock.Now()
-	}
-	rc.mu.Unlock()
 	rc.log.Info("replica created", "pod", created.Namespace+"/"+created.Name, "replicaset", set.Name)
 	return nil
 }

@@ -2,13 +2,20 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func TestScaleDownOrder(t *testing.T) {
@@ -70,5 +77,107 @@ func TestUpdateStatusCountsActivePods(t *testing.T) {
 	want := appsv1.ReplicaSetStatus{ObservedGeneration: 3, Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1}
 	if diff := cmp.Diff(want, got.Status); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+// TestReplicaSetCreateSeenBeforeReturn: a pod the informer shows, or shows
+// and removes, before the create call returns is not counted as in flight,
+// and a set with a create the informer never showed is synced again once
+// PendingTimeout passes, so that it is not left short (a run found a set
+// whose only pod was created and deleted between two looks of the lister
+// wait forever with 1 replica wanted and 0 pods).
+func TestReplicaSetCreateSeenBeforeReturn(t *testing.T) {
+	ctx := context.Background()
+	set := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "set-uid"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}},
+		},
+	}
+	cs := fake.NewClientset(set)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	rc, err := NewReplicaSet(ReplicaSetConfig{Client: cs, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		created++
+		p.Name = fmt.Sprintf("web-%d", created)
+		if created == 1 {
+			// The informer delivers the pod's ADDED and DELETED events
+			// before the call returns.
+			rc.observed(p)
+			rc.observed(p)
+		}
+		return true, p, nil
+	})
+	if err := rc.factory.Apps().V1().ReplicaSets().Informer().GetStore().Add(set); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.sync(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if created != 1 {
+		t.Fatalf("first sync created %d pods, want 1", created)
+	}
+	// The pod is gone and its events were handled: the next sync must
+	// replace it at once, not count it as still in flight.
+	if err := rc.sync(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if created != 2 {
+		t.Fatalf("after the pod was created and removed before the create returned, the set made %d pods, want 2", created)
+	}
+	// web-2 is never shown by the informer: the set counts it as in
+	// flight until PendingTimeout, and is queued again for then.
+	for rc.queue.q.Len() > 0 {
+		k, _ := rc.queue.q.Get()
+		rc.queue.q.Done(k)
+	}
+	if err := rc.sync(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if created != 2 {
+		t.Fatalf("a create not yet shown by the informer was repeated: %d pods made, want 2", created)
+	}
+	clk.Step(DefaultPendingTimeout)
+	// The delaying queue moves due items on its own goroutine.
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return rc.queue.q.Len() > 0, nil
+	}); err != nil {
+		t.Fatalf("the set was not queued again once its pending create timed out")
+	}
+	if err := rc.sync(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if created != 3 {
+		t.Fatalf("after PendingTimeout the set made %d pods, want 3 (the never-shown create is forgotten)", created)
+	}
+}
+
+// TestReplicaSetObservedCreate: a create the informer delivers after the
+// call returned stops counting as in flight when it is delivered, even if
+// the lister no longer shows it at the next sync.
+func TestReplicaSetObservedCreate(t *testing.T) {
+	rc, err := NewReplicaSet(ReplicaSetConfig{Client: fake.NewClientset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := rc.reconcilePending("set-uid", nil); n != 0 {
+		t.Fatalf("in flight %d, want 0", n)
+	}
+	rc.pending["set-uid"].created["web-1"] = rc.cfg.Clock.Now()
+	p := makePod("web-1").obj()
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}
+	if _, n, waiting := rc.reconcilePending("set-uid", nil); n != 1 || !waiting {
+		t.Fatalf("before the informer showed web-1: in flight %d, waiting %v; want 1, true", n, waiting)
+	}
+	rc.observed(p)
+	if _, n, waiting := rc.reconcilePending("set-uid", nil); n != 0 || waiting {
+		t.Fatalf("after the informer showed web-1: in flight %d, waiting %v; want 0, false", n, waiting)
 	}
 }
