@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -92,13 +93,31 @@ type FinalTracker struct {
 	mu               sync.Mutex
 	last             map[trackKey]json.RawMessage // nil once deleted
 	order            []trackKey
-	through, changed int64 // see FinalState
+	gone             map[string]bool // see FinalState.Gone
+	through, changed int64           // see FinalState
 }
 
 type trackKey struct{ resource, namespace, name string }
 
 // NewFinalTracker returns an empty tracker.
-func NewFinalTracker() *FinalTracker { return &FinalTracker{last: map[trackKey]json.RawMessage{}} }
+func NewFinalTracker() *FinalTracker {
+	return &FinalTracker{last: map[trackKey]json.RawMessage{}, gone: map[string]bool{}}
+}
+
+// objectUID is the metadata.uid of the first of objs that has one.
+func objectUID(objs ...json.RawMessage) string {
+	for _, o := range objs {
+		var m struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		if len(o) > 0 && json.Unmarshal(o, &m) == nil && m.Metadata.UID != "" {
+			return m.Metadata.UID
+		}
+	}
+	return ""
+}
 
 // Observe records one store line.
 func (t *FinalTracker) Observe(ev history.StoreEvent) {
@@ -116,6 +135,11 @@ func (t *FinalTracker) Observe(ev history.StoreEvent) {
 	if _, seen := t.last[k]; !seen {
 		t.order = append(t.order, k)
 	}
+	if ev.Type == history.StoreDeleted && (r == "replicasets" || r == "statefulsets" || r == "deployments") {
+		if uid := objectUID(ev.Object, t.last[k]); uid != "" {
+			t.gone[uid] = true
+		}
+	}
 	t.last[k] = obj
 	t.through = max(t.through, ev.T)
 	if r != "nodes" {
@@ -127,7 +151,7 @@ func (t *FinalTracker) Observe(ev history.StoreEvent) {
 func (t *FinalTracker) State() FinalState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := FinalState{Through: t.through, Changed: t.changed}
+	st := FinalState{Through: t.through, Changed: t.changed, Gone: maps.Clone(t.gone)}
 	for _, k := range t.order {
 		obj := t.last[k]
 		if obj == nil {
@@ -266,6 +290,10 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 	if len(st.Deployments) > 0 {
 		judged = fmt.Sprintf("%s, %s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"),
 			count(len(st.ReplicaSets), "ReplicaSet"), count(len(st.Deployments), "Deployment"))
+	}
+	if len(st.Gone) > 0 {
+		// The garbage collector's rules judged what refers to these.
+		judged += fmt.Sprintf(", and nothing refers to the %s whose removal was recorded", count(len(st.Gone), "owner"))
 	}
 	if len(div) == 0 {
 		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say",

@@ -21,6 +21,9 @@ const defaultSchedulerName = "default-scheduler"
 // and as the history holds them.
 type FinalState struct {
 	Pods, Nodes, StatefulSets, ReplicaSets, Deployments, VolumeAttachments []json.RawMessage
+	// Gone are the UIDs of the owners (ReplicaSets, StatefulSets,
+	// Deployments) whose removal the store lines record.
+	Gone map[string]bool
 	// Through is the recorder time of the last store line the state
 	// follows; Changed that of the last one that changed something other
 	// than a node (nodes change with every heart-beat): from then on the
@@ -42,12 +45,13 @@ func (d Divergence) String() string { return d.Key + ": " + d.Description }
 
 // cvMeta is the metadata the convergence rules read.
 type cvMeta struct {
-	Namespace                  string  `json:"namespace"`
-	Name                       string  `json:"name"`
-	UID                        string  `json:"uid"`
-	DeletionTimestamp          *string `json:"deletionTimestamp"`
-	DeletionGracePeriodSeconds *int64  `json:"deletionGracePeriodSeconds"`
-	Generation                 int64   `json:"generation"`
+	Namespace                  string   `json:"namespace"`
+	Name                       string   `json:"name"`
+	UID                        string   `json:"uid"`
+	DeletionTimestamp          *string  `json:"deletionTimestamp"`
+	DeletionGracePeriodSeconds *int64   `json:"deletionGracePeriodSeconds"`
+	Generation                 int64    `json:"generation"`
+	Finalizers                 []string `json:"finalizers"`
 	OwnerReferences            []struct {
 		Kind       string `json:"kind"`
 		Name       string `json:"name"`
@@ -311,6 +315,7 @@ func Converge(st FinalState) (Convergence, error) {
 	j.attachmentRules()
 	j.replicaSetRules()
 	j.deploymentRules()
+	j.collectorRules()
 	for i := range j.sets {
 		j.statefulSetRules(&j.sets[i])
 	}

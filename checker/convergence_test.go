@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type cvWorld struct {
 	rss         []*appsv1.ReplicaSet
 	deployments []*appsv1.Deployment
 	attachments []*storagev1.VolumeAttachment
+	gone        map[string]bool // FinalState.Gone
 }
 
 func cvAttach(name, node string) *storagev1.VolumeAttachment {
@@ -157,7 +159,22 @@ func (w *cvWorld) state(t *testing.T) FinalState {
 	for _, a := range w.attachments {
 		enc(&st.VolumeAttachments, a)
 	}
+	st.Gone = w.gone
 	return st
+}
+
+// deleteWeb removes ReplicaSet web, its removal recorded, as a deletion
+// with the given policy leaves it once its collector did nothing: gone
+// (Background, Orphan) or held by its finalizer (Foreground).
+func deleteWeb(w *cvWorld, policy string) {
+	switch policy {
+	case "Foreground":
+		w.rss[0].DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+		w.rss[0].Finalizers = []string{finalizerForeground}
+	default:
+		w.gone = map[string]bool{string(w.rss[0].UID): true}
+		w.rss = w.rss[1:]
+	}
 }
 
 func (w *cvWorld) pod(name string) *corev1.Pod {
@@ -315,6 +332,50 @@ func TestDivergences(t *testing.T) {
 			w.deployments[0].DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
 			oldAppSet(w, true)
 		}, nil},
+		{"pods of a ReplicaSet deleted in the background, not collected", func(w *cvWorld) { deleteWeb(w, "Background") },
+			[]string{"pod/ns/web-a: PS-9 refers to ReplicaSet web (uid uid-web), which is gone, yet is not marked for deletion",
+				"pod/ns/web-b: PS-9 refers to ReplicaSet web", "pod/ns/web-old: PS-9 refers to ReplicaSet web"}},
+		{"pods of a deleted ReplicaSet, collected", func(w *cvWorld) {
+			deleteWeb(w, "Background")
+			w.drop("web-a")
+			w.drop("web-old")
+			w.pod("web-b").DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			w.nodes[1] = cvNodeObj("n2", false, false) // its kubelet is away: not judged here
+			w.pod("db-1").Spec.NodeName, w.pod("par-0").Spec.NodeName = "n1", "n1"
+			for _, p := range w.pods {
+				if strings.HasPrefix(p.Name, "app-") {
+					p.Spec.NodeName = "n1"
+				}
+			}
+		}, nil},
+		{"pods of a ReplicaSet deleted with Orphan, orphaned", func(w *cvWorld) {
+			deleteWeb(w, "Orphan")
+			for _, name := range []string{"web-a", "web-b", "web-old"} {
+				w.pod(name).OwnerReferences = nil
+			}
+		}, nil},
+		{"an owner gone without a record of its removal is not judged", func(w *cvWorld) {
+			deleteWeb(w, "Background")
+			w.gone = nil
+		}, nil},
+		{"a ReplicaSet deleted in the foreground waits for its pods", func(w *cvWorld) { deleteWeb(w, "Foreground") }, nil},
+		{"a ReplicaSet deleted in the foreground, left once its pods are gone", func(w *cvWorld) {
+			deleteWeb(w, "Foreground")
+			w.drop("web-a")
+			w.drop("web-b")
+			w.drop("web-old")
+		}, []string{"replicaset/ns/web: PS-9 marked for deletion and held by the garbage collector's finalizers (foregroundDeletion), yet still there"}},
+		{"another finalizer holds a deleted ReplicaSet", func(w *cvWorld) {
+			deleteWeb(w, "Foreground")
+			w.rss[0].Finalizers = []string{"example.com/hold"}
+			w.drop("web-a")
+			w.drop("web-b")
+			w.drop("web-old")
+		}, nil},
+		{"the ReplicaSets of a deleted Deployment, not collected", func(w *cvWorld) {
+			w.gone = map[string]bool{"uid-app": true}
+			w.deployments = nil
+		}, []string{"replicaset/ns/app-1: PS-9 refers to Deployment app (uid uid-app), which is gone", "replicaset/ns/app-2: PS-9 refers to Deployment app"}},
 		{"a same-named pod of another owner is no pet", func(w *cvWorld) {
 			w.pod("db-1").OwnerReferences = nil
 		}, []string{"statefulset/ns/db: PS-12 wants 2 replicas and pet db-1 does not exist"}},
@@ -518,6 +579,30 @@ func TestCheckConvergence(t *testing.T) {
 		t.Errorf("a look that did not converge: %s: %s", res.Verdict, res.Summary)
 	}
 
+	// ReplicaSet web removed (recorded) before the heal, its pods left
+	// referring to it: the garbage collector did nothing. Orphaned, they
+	// converge.
+	gcWorld := converged()
+	h = cvHistory(t, gcWorld, enough)
+	rsRaw, err := json.Marshal(gcWorld.rss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Store = append(h.Store, history.StoreEvent{Type: history.StoreDeleted, Resource: "replicasets.apps", Namespace: "ns", Name: "web", Object: rsRaw, T: h.Store[len(h.Store)-1].T + 1})
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Illegal || len(res.Evidence) != 3 ||
+		res.Evidence[0].Key != "pod/ns/web-a" || !strings.HasPrefix(res.Evidence[0].Description, "PS-9: refers to ReplicaSet web (uid uid-web), which is gone") {
+		t.Errorf("pods of a removed ReplicaSet left: %s (%+v): %s", res.Verdict, res.Evidence, res.Summary)
+	}
+	for _, name := range []string{"web-a", "web-b", "web-old"} {
+		gcWorld.pod(name).OwnerReferences = nil
+	}
+	gcWorld.rss = gcWorld.rss[1:]
+	h = cvHistory(t, gcWorld, enough)
+	h.Store = append(h.Store, history.StoreEvent{Type: history.StoreDeleted, Resource: "replicasets.apps", Namespace: "ns", Name: "web", Object: rsRaw, T: h.Store[len(h.Store)-1].T + 1})
+	if res = CheckConvergence(ctx, h, Options{}); res.Verdict != Ok || !strings.Contains(res.Summary, "nothing refers to the 1 owner whose removal was recorded") {
+		t.Errorf("pods of a removed ReplicaSet orphaned: %s: %s", res.Verdict, res.Summary)
+	}
+
 	// Faults of 20 s in all (two overlapping and one apart) give the
 	// clients' back-off 50 s of wall time: a 34 s tail is too short.
 	h = cvHistory(t, broken, enough)
@@ -569,5 +654,27 @@ func TestFinalTrackerConcurrent(t *testing.T) {
 	}
 	if st := tr.State(); len(st.Pods) != 8 || len(st.Nodes)+len(st.StatefulSets)+len(st.ReplicaSets) != 0 {
 		t.Fatalf("state has %d pods (want 8: 2 live names of 4 goroutines) and %d others", len(st.Pods), len(st.Nodes)+len(st.StatefulSets)+len(st.ReplicaSets))
+	}
+}
+
+// TestFinalTrackerGone: the removal of an owner is kept by its UID, taken
+// from the deletion's object or, when the line has none, from the last
+// version recorded; a removed pod is not an owner.
+func TestFinalTrackerGone(t *testing.T) {
+	tr := NewFinalTracker()
+	obj := func(uid string) json.RawMessage {
+		return json.RawMessage(`{"metadata":{"namespace":"ns","name":"x","uid":"` + uid + `"}}`)
+	}
+	tr.Observe(history.StoreEvent{Type: history.StoreAdded, Resource: "replicasets.apps", Namespace: "ns", Name: "a", Object: obj("uid-a"), T: 1})
+	tr.Observe(history.StoreEvent{Type: history.StoreDeleted, Resource: "replicasets.apps", Namespace: "ns", Name: "a", T: 2})
+	tr.Observe(history.StoreEvent{Type: history.StoreDeleted, Resource: "deployments.apps", Namespace: "ns", Name: "d", Object: obj("uid-d"), T: 3})
+	tr.Observe(history.StoreEvent{Type: history.StoreAdded, Resource: "statefulsets.apps", Namespace: "ns", Name: "s", Object: obj("uid-s"), T: 4})
+	tr.Observe(history.StoreEvent{Type: history.StoreDeleted, Resource: "pods", Namespace: "ns", Name: "p", Object: obj("uid-p"), T: 5})
+	st := tr.State()
+	if want := map[string]bool{"uid-a": true, "uid-d": true}; !maps.Equal(st.Gone, want) {
+		t.Fatalf("Gone = %v, want %v", st.Gone, want)
+	}
+	if len(st.ReplicaSets) != 0 || len(st.StatefulSets) != 1 {
+		t.Fatalf("state: %d ReplicaSets, %d StatefulSets; want 0, 1", len(st.ReplicaSets), len(st.StatefulSets))
 	}
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -63,6 +64,14 @@ func TestGraceReplicas(t *testing.T) {
 	bad := &Replicas{SetKnobs: SetKnobs{Regrace: 101}}
 	if err := bad.Validate(); err == nil {
 		t.Error("Regrace 101 accepted")
+	}
+	for _, fd := range []string{"", "random", "none", "Background", "Foreground", "Orphan"} {
+		if err := (&Replicas{SetKnobs: SetKnobs{FinalDelete: fd}}).Validate(); err != nil {
+			t.Errorf("FinalDelete %q: %v", fd, err)
+		}
+	}
+	if err := (&Replicas{SetKnobs: SetKnobs{FinalDelete: "background"}}).Validate(); err == nil || !strings.Contains(err.Error(), `FinalDelete is Background, Foreground, Orphan, random or none, got "background"`) {
+		t.Errorf("FinalDelete background: %v", err)
 	}
 	if (&Replicas{}).Name() != "replicas" {
 		t.Error("the plain workload lost its name")

@@ -169,6 +169,22 @@ func (f *setFamily) rollout(ctx context.Context, p *proc, name string, revision 
 	})
 }
 
+// deleteSet deletes set name with the propagation policy: the recorded
+// operation "delete" (Value propagation=<policy>).
+func (f *setFamily) deleteSet(ctx context.Context, p *proc, name string, policy metav1.DeletionPropagation) error {
+	return p.call(ctx, "delete", f.key(name), "propagation="+string(policy), func(ctx context.Context, _ *history.Op) error {
+		opts := metav1.DeleteOptions{PropagationPolicy: &policy}
+		switch {
+		case f.pets:
+			return p.cs.AppsV1().StatefulSets(f.ns).Delete(ctx, name, opts)
+		case f.deployment != nil:
+			return p.cs.AppsV1().Deployments(f.ns).Delete(ctx, name, opts)
+		default:
+			return p.cs.AppsV1().ReplicaSets(f.ns).Delete(ctx, name, opts)
+		}
+	})
+}
+
 // deleteReplica lists the pods of a set and deletes the one a.pick
 // names among those not yet terminating, sorted by name; it returns that
 // pod's name ("" when there was none).

@@ -3,9 +3,11 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -48,6 +50,13 @@ type SetKnobs struct {
 	// looked at is read first and created if missing; creating one known to
 	// exist can only fail.
 	Weights [5]int
+	// FinalDelete is how the final phase deletes the workload's last set,
+	// when it has two or more, so that the garbage collector deals with
+	// its dependents after the heal (PS-9): the propagation policy
+	// "Background", "Foreground" or "Orphan"; "random" (default): one of
+	// the three, drawn from the seed; "none": the set is left, and loses a
+	// pod like the others.
+	FinalDelete string
 }
 
 // setRun is what a set workload's run leaves for its final phase (finish):
@@ -78,7 +87,19 @@ func (k *SetKnobs) defaults(workload string) {
 	if k.Weights == [5]int{} {
 		k.Weights = [5]int{0, 3, 3, 2, 1}
 	}
+	if k.FinalDelete == "" {
+		k.FinalDelete = FinalDeleteRandom
+	}
 }
+
+// FinalDelete values besides the propagation policies.
+const (
+	FinalDeleteRandom = "random"
+	FinalDeleteNone   = "none"
+)
+
+// finalPolicies are the propagation policies FinalDeleteRandom draws from.
+var finalPolicies = []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan}
 
 // validate reports the first unusable knob, after defaults.
 func (k SetKnobs) validate(workload string) error {
@@ -88,6 +109,8 @@ func (k SetKnobs) validate(workload string) error {
 		return fmt.Errorf("%w: %s: Sets, MaxReplicas, TerminationGrace, MaxDeleteGrace, Interval and OpTimeout must not be negative", ErrInvalidWorkload, workload)
 	case k.Regrace < 0 || k.Regrace > 100:
 		return fmt.Errorf("%w: %s: Regrace is a percentage, 0..100, got %d", ErrInvalidWorkload, workload, k.Regrace)
+	case k.FinalDelete != FinalDeleteRandom && k.FinalDelete != FinalDeleteNone && !slices.Contains(finalPolicies, metav1.DeletionPropagation(k.FinalDelete)):
+		return fmt.Errorf("%w: %s: FinalDelete is Background, Foreground, Orphan, random or none, got %q", ErrInvalidWorkload, workload, k.FinalDelete)
 	}
 	return validWeights(workload, k.Weights[:])
 }
@@ -116,17 +139,32 @@ const FinalGrace = 1
 
 // finish is a set workload's final phase (Finisher): as the workload's
 // first process, it lists the pods of every set and deletes the first by
-// name that is not terminating, with FinalGrace. The run then waits for
-// the cluster to converge, so every set that had a pod is seen to replace
-// one after the last fault healed (PS-7, PS-12), and every node that ran
-// one to finish its deletion (PS-4, LC-11). A set with no pod is left
-// alone; a failed call is recorded and the next set taken.
+// name that is not terminating, with FinalGrace; the last set, when there
+// are two or more, it deletes whole as FinalDelete says. The run then
+// waits for the cluster to converge, so every set that had a pod is seen
+// to replace one after the last fault healed (PS-7, PS-12), every node
+// that ran one to finish its deletion (PS-4, LC-11), and the garbage
+// collector to collect, or orphan, the deleted set's pods (PS-9). A set
+// with no pod is left alone; a failed call is recorded and the next set
+// taken.
 func (k *SetKnobs) finish(ctx context.Context, fam *setFamily, r *setRun) error {
 	p := r.first
 	if p == nil {
 		return nil // the run ended before its first process began
 	}
+	last := -1
+	policy := metav1.DeletionPropagation(k.FinalDelete)
+	if k.Sets >= 2 && k.FinalDelete != FinalDeleteNone {
+		last = k.Sets - 1
+		if k.FinalDelete == FinalDeleteRandom {
+			policy = finalPolicies[p.rng.IntN(len(finalPolicies))]
+		}
+	}
 	for i := 0; i < k.Sets && ctx.Err() == nil; i++ {
+		if i == last {
+			_ = fam.deleteSet(ctx, p, fam.name(i), policy)
+			continue
+		}
 		_, _ = fam.deleteReplica(ctx, p, fam.name(i), setAction{grace: ptr.To[int64](FinalGrace)})
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -244,8 +245,9 @@ func TestReplicasOnCluster(t *testing.T) {
 }
 
 // checkFinal asserts the final phase of a set workload with sets sets: as
-// process 0, for each set in turn a list of its pods and, when the list
-// found one, the deletion of one of them with the final grace.
+// process 0, for each set in turn but the last a list of its pods and,
+// when the list found one, the deletion of one of them with the final
+// grace; then the deletion of the last set.
 func (r *clusterRun) checkFinal(t *testing.T, prefix string, sets int) {
 	t.Helper()
 	if r.finalFrom < 0 {
@@ -275,6 +277,21 @@ func (r *clusterRun) checkFinal(t *testing.T, prefix string, sets int) {
 	}
 	for set := 0; set < sets; set++ {
 		key := fmt.Sprintf("%s/%s%d", r.ns, prefix, set)
+		if set == sets-1 && sets >= 2 {
+			// The last set is deleted whole, with a propagation policy
+			// drawn from the seed.
+			if i == len(final) {
+				t.Fatalf("the final phase ended before it deleted %s: %d ops", key, len(final))
+			}
+			del := final[i]
+			i++
+			policy, _ := strings.CutPrefix(del.Value, "propagation=")
+			if del.Func != r.name+":delete" || del.Key != key || del.Process != 0 || del.Status != history.StatusOK ||
+				!slices.Contains([]string{"Background", "Foreground", "Orphan"}, policy) {
+				t.Fatalf("final op %d: %s %s %s by process %d (%s), want %s:delete %s propagation=<policy> by process 0, ok", i-1, del.Func, del.Key, del.Value, del.Process, del.Status, r.name, key)
+			}
+			continue
+		}
 		if i == len(final) {
 			t.Fatalf("the final phase ended before it listed %s: %d ops", key, len(final))
 		}
@@ -297,7 +314,7 @@ func (r *clusterRun) checkFinal(t *testing.T, prefix string, sets int) {
 		deleted++
 	}
 	if i != len(final) {
-		t.Errorf("the final phase made %d ops, %d more than a list of each set and a deletion from each that had a pod", len(final), len(final)-i)
+		t.Errorf("the final phase made %d ops, %d more than a list of each set and a deletion from each that had a pod, and the last set's deletion", len(final), len(final)-i)
 	}
 	if deleted == 0 {
 		// Every list found each set's pods all terminating or none: so the
