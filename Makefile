@@ -48,17 +48,21 @@ test: lint kube-binaries ## the full test suite (package tests, specs with the k
 	@# the two rather than the sum; kubectl's conformance script follows
 	@# them there (its build is most of its time), then the client-go and
 	@# controller-runtime conformance test. Their output follows the
-	@# rest.
+	@# rest. The race detector's reports go to files, printed at the end,
+	@# where a truncated log still shows them.
 	@fplog=$$(mktemp); \
 	{ $(MAKE) --no-print-directory test-failpoints; a=$$?; $(MAKE) --no-print-directory kubectl-conformance; b=$$?; $(MAKE) --no-print-directory client-conformance; exit $$((a | b | $$?)); } > $$fplog 2>&1 & fp=$$!; \
-	rc=0; \
+	rc=0; racelog=$$(mktemp -d); \
 	echo "PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS)"; \
-	PODSAFE_KUBE=1 $(GO) test $(TESTFLAGS) $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS) || rc=1; \
+	PODSAFE_KUBE=1 GORACE="log_path=$$racelog/race $$GORACE" $(GO) test $(TESTFLAGS) $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS) || rc=1; \
 	echo "$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/"; \
 	$(GO) test -count=1 -timeout 5m -run '^TestReadAfterWatch$$' ./nemesis/ || rc=1; \
 	$(MAKE) --no-print-directory oracle || rc=1; \
 	wait $$fp || { rc=1; echo "make test-failpoints, kubectl-conformance or client-conformance FAILED"; }; \
 	echo "== make test-failpoints, then kubectl-conformance and client-conformance (run beside the tests above):"; cat $$fplog; rm -f $$fplog; \
+	for f in $$racelog/race.*; do [ -e "$$f" ] || continue; \
+		echo "== the race detector's report ($$(grep -c 'WARNING: DATA RACE' $$f) in $$f), its first 150 lines (last, so that a log's tail shows it):"; \
+		head -n 150 "$$f"; rc=1; done; rm -rf $$racelog; \
 	exit $$rc
 
 # The differential oracle: podsafe's scheduler plugins and graceful deletion
