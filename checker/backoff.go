@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -58,7 +59,10 @@ const backoffFaultMargin = 500 * time.Millisecond
 //   - it comes no earlier than the back-off delay after the exit: 10 s,
 //     20 s, 40 s … capped at 300 s, counted per container of a UID, back to
 //     10 s when the run before the exit lasted 10 min (scaled time, within
-//     BackoffTolerance).
+//     BackoffTolerance);
+//   - and it does come: a container whose last exit the policy restarts,
+//     of a pod never deleted nor finished, starts again within the
+//     longest back-off (owedRestarts).
 //
 // The kubelet keeps the back-off in memory and reads its own clock view, so
 // a restart is not judged (and the count starts over after it) when, between
@@ -85,16 +89,7 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	if !ok {
 		return res.cancelled("the restarts")
 	}
-	type ctrKey struct{ uid, container string }
-	byCtr := map[ctrKey][]int{} // indices into runs, in start order
-	var order []ctrKey
-	for i, r := range runs {
-		k := ctrKey{r.uid, r.container}
-		if byCtr[k] == nil {
-			order = append(order, k)
-		}
-		byCtr[k] = append(byCtr[k], i)
-	}
+	byCtr, order := boGroup(runs)
 	pods, ok := v.pods(ctx)
 	if !ok || ctx.Err() != nil {
 		return res.cancelled("the restarts")
@@ -110,6 +105,7 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	var maxDelay, minSlack time.Duration
 	hasSlack := false
 	keys := map[string]bool{}
+	levels := map[boCtrKey]int{} // each container's level after its last restart
 	for _, k := range order {
 		idx := byCtr[k]
 		level := -1 // the back-off exponent of the previous restart; -1: none yet or reset
@@ -165,7 +161,10 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 						k.container, cur.pod, exitE.UID, cur.node, seconds(gap), at(ledger, prev.end), at(ledger, cur.start), seconds(want), level+1, seconds(ran), BackoffTolerance)})
 			}
 		}
+		levels[k] = level
 	}
+	owed, restarted := owedRestarts(h, ledger, runs, byCtr, order, levels, pods, dist)
+	illegal = append(illegal, owed...)
 	res.Stats.Ops, res.Stats.Checked, res.Stats.Keys = restarts, judged, len(keys)
 	if restarts > 0 {
 		res.Figures = append(res.Figures,
@@ -182,6 +181,9 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	if skipped > 0 {
 		note = fmt.Sprintf("; %s not judged on back-off: the kubelet restarted, was paused, its clock moved, or the node lost power or was fenced in between", count(skipped, "restart"))
 	}
+	if restarted > 0 {
+		note += fmt.Sprintf("; %s of pods alive at the end ran again after each exit their policy restarts", count(restarted, "container"))
+	}
 	switch {
 	case len(illegal) > 0:
 		sort.SliceStable(illegal, func(a, b int) bool { return illegal[a].t < illegal[b].t })
@@ -191,8 +193,8 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 			}
 			res.Evidence = append(res.Evidence, Evidence{Key: v.key, Description: "LC-6: " + v.desc, Ledger: ledgerEntries(ledger, v.idx...)})
 		}
-		return res.finish(Illegal, fmt.Sprintf("%s of %s broke LC-6; first: %s%s",
-			count(len(illegal), "violation"), count(restarts, "restart"), illegal[0].desc, note))
+		return res.finish(Illegal, fmt.Sprintf("%s broke LC-6 (%s made, %d owed and not made); first: %s%s",
+			count(len(illegal), "violation"), count(restarts, "restart"), len(owed), illegal[0].desc, note))
 	case restarts == 0:
 		return res.finish(Unknown, "not checked: no container restarted")
 	case judged == 0:
@@ -200,6 +202,181 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	}
 	return res.finish(Ok, fmt.Sprintf("%s (%s judged on back-off) stayed on their node, obeyed the restart policy and waited at least the back-off of 10 s doubling to 300 s (longest wait %s, tolerance %s)%s",
 		count(restarts, "restart"), fmt.Sprint(judged), seconds(maxDelay), BackoffTolerance, note))
+}
+
+// Restart liveness: a restart the pod's policy asks for must come within
+// twice its back-off (at most BackoffMax) and this slack: the kubelet
+// wakes its worker when the back-off ends; the slack covers its
+// scheduling, in scaled time, and a starved machine, in wall time.
+const (
+	owedRestartSlack     = 10 * time.Second // scaled
+	owedRestartWallSlack = 2 * time.Second  // wall
+)
+
+// boCtrKey is one container of one pod instance.
+type boCtrKey struct{ uid, container string }
+
+// boGroup groups runs by container: each container's runs as indices into
+// runs, in start order, and the containers in the order of their first.
+func boGroup(runs []run) (map[boCtrKey][]int, []boCtrKey) {
+	byCtr := map[boCtrKey][]int{}
+	var order []boCtrKey
+	for i, r := range runs {
+		k := boCtrKey{r.uid, r.container}
+		if byCtr[k] == nil {
+			order = append(order, k)
+		}
+		byCtr[k] = append(byCtr[k], i)
+	}
+	return byCtr, order
+}
+
+// backoffApplies: the ledger records a restart, or an exit that owed one
+// and never got it (a history with no restart at all may be one where the
+// kubelet restarts nothing).
+func backoffApplies(v *view) bool {
+	if boHasRestart(v.h.Ledger) {
+		return true
+	}
+	runs, ok := v.runs(v.ctx)
+	if !ok {
+		return false
+	}
+	pods, ok := v.pods(v.ctx)
+	if !ok {
+		return false
+	}
+	nodes, ok := v.nodes(v.ctx)
+	if !ok {
+		return false
+	}
+	byCtr, order := boGroup(runs)
+	owed, _ := owedRestarts(v.h, v.h.Ledger, runs, byCtr, order, nil, pods, newBoDisturbances(v.h, v.h.Ledger, nodes.fences))
+	return len(owed) > 0
+}
+
+// owedRestarts judges the other half of LC-6: a container whose last run
+// ended in an exit its pod's restartPolicy restarts (Always; OnFailure
+// after a non-zero exit; a regular init container's failure unless the
+// policy is Never; a sidecar always) must start again within the longest
+// back-off (twice it, with slack). It judges only an exit of a pod the
+// store lines show neither marked for deletion, removed, Succeeded nor
+// Failed by when the restart was due, with no fault anywhere from the exit
+// to then, the node fenced or powered off never, and the node's runtime
+// recording something after it (its kubelet was not starved); not when
+// store events of pods were lost (a deletion may be missing). It returns the violations, and how many containers of such
+// pods restarted and were running at the end.
+func owedRestarts(h *history.History, ledger []history.LedgerEntry, runs []run, byCtr map[boCtrKey][]int,
+	order []boCtrKey, levels map[boCtrKey]int, pods *podIndex, dist *boDisturbances) ([]boViolation, int) {
+	if poStoreLost(h.Logs) {
+		return nil, 0
+	}
+	scale := historyScale(h)
+	// Any fault may delay a restart (a kubelet cut off, or an API slowed
+	// by a raft partition, may wait on a call), so only exits whose wait
+	// no fault overlaps are judged.
+	var faults [][2]int64
+	for i := range h.Nemesis {
+		f := &h.Nemesis[i]
+		end := f.End
+		if !f.Healed {
+			end = max(h.End, f.End)
+		}
+		faults = append(faults, [2]int64{f.Start - int64(backoffFaultMargin), end + int64(backoffFaultMargin)})
+	}
+	faults = boMerge(faults)
+	// A restart is judged missing only when its node's runtime recorded
+	// something after it was due: the kubelet there was not starved.
+	lastOnNode := map[string]int64{}
+	for i := range ledger {
+		lastOnNode[ledger[i].Node] = max(lastOnNode[ledger[i].Node], ledger[i].T)
+	}
+	var out []boViolation
+	restarted := 0
+	for _, k := range order {
+		idx := byCtr[k]
+		last := runs[idx[len(idx)-1]]
+		ph := pods.byUID[k.uid]
+		if ph == nil {
+			continue
+		}
+		alive := poAliveUntil(ph)
+		if last.end == endless {
+			if len(idx) > 1 && alive == math.MaxInt64 {
+				restarted++
+			}
+			continue
+		}
+		exitE := ledger[last.end]
+		// The back-off the restart waits: the next level after the last
+		// restart, from 10 s again after a long or disturbed run; twice
+		// that (within the cap) for slack.
+		prev, restartedBefore := levels[k]
+		level := prev + 1
+		ran := exitE.Scaled.Sub(ledger[last.start].Scaled)
+		if !restartedBefore || prev < 0 || ran >= BackoffReset-backoffResetSlack || dist.touches(last.node, ledger[last.start].T, exitE.T) {
+			level = 0
+		}
+		wait := min(2*boDelay(level), BackoffMax) + BackoffTolerance + owedRestartSlack
+		dueT := exitE.T + int64(float64(wait)/scale) + int64(owedRestartWallSlack)
+		if exitE.Action != history.LedgerExit || dueT > h.End || dueT >= alive || lastOnNode[last.node] < dueT ||
+			dist.touches(last.node, exitE.T, dueT) || boOverlaps(faults, exitE.T, dueT) {
+			continue
+		}
+		spec := pods.spec(k.uid)
+		if !poHasContainer(spec, k.container) || boPolicyForbids(spec, k.container, exitE) != "" {
+			continue
+		}
+		until := "to the history's end"
+		if alive != math.MaxInt64 {
+			until = "until it was marked for deletion, removed or finished"
+		}
+		out = append(out, boViolation{key: last.pod, t: dueT, idx: []int{last.start, last.end},
+			desc: fmt.Sprintf("container %q of pod %s (UID %s) on %s exited at %s (code %d) and was not started again, though its pod's restartPolicy %s restarts it, within %s (twice its back-off of %s due to restart %d in a row, at most %s, with slack %s scaled and %s wall); the pod stayed %s %s past the exit",
+				k.container, last.pod, exitE.UID, last.node, at(ledger, last.end), exitE.ExitCode, policyName(spec), seconds(wait), seconds(boDelay(level)), level+1, BackoffMax,
+				owedRestartSlack, owedRestartWallSlack, until, seconds(time.Duration(float64(min(alive, h.End)-exitE.T)*scale)))})
+	}
+	return out, restarted
+}
+
+// poAliveUntil is the recorder time of the first store line that marks
+// the pod for deletion, removes it or shows it Succeeded or Failed, and
+// math.MaxInt64 when none does: until then a container its policy
+// restarts is owed its restart.
+func poAliveUntil(ph *poPodHistory) int64 {
+	for _, e := range ph.events {
+		if e.typ == history.StoreDeleted {
+			return e.t
+		}
+		if p := e.pod; p != nil && (p.Metadata.DeletionTimestamp != "" || p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed") {
+			return e.t
+		}
+	}
+	return math.MaxInt64
+}
+
+// poHasContainer reports whether spec has a container or init container
+// of that name.
+func poHasContainer(spec *poPod, name string) bool {
+	if spec == nil {
+		return false
+	}
+	for _, group := range [][]poContainer{spec.Spec.InitContainers, spec.Spec.Containers} {
+		for _, c := range group {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// policyName is the pod's restartPolicy as the API defaults it.
+func policyName(spec *poPod) string {
+	if spec.Spec.RestartPolicy == "" {
+		return poAlways
+	}
+	return spec.Spec.RestartPolicy
 }
 
 // boHasRestart reports whether the ledger records a restart: a start of a

@@ -219,3 +219,109 @@ func TestBackoffFencedNode(t *testing.T) {
 	res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
 	mustMention(t, "summary", res.Summary, "1 restart not judged")
 }
+
+// TestBackoffOwedRestart: a container that exited under a policy that
+// restarts it, of a pod never deleted nor finished, must run again within
+// the longest back-off (LC-6's liveness half).
+func TestBackoffOwedRestart(t *testing.T) {
+	// A crash loop: restarts after 10 s and 20 s, then an exit at 33.5 s
+	// and nothing until end. Its next back-off is 40 s: a restart is owed
+	// within twice that, 80 s, and the slack (0.5 + 10 s scaled, 2 s wall;
+	// the history is at time scale 1): by 126 s.
+	build := func(policy string, code int, end float64) *hb {
+		b := boLoop(policy, 1, 10, 20)
+		poLed(b, 33.5, exit, "c", code)
+		return boProgress(b, end)
+	}
+	res := mustVerdict(t, CheckBackoff(bg, build(poAlways, 1, 400).history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, `LC-6: container "c" of pod default/web-0 (UID a) on n1 exited at`, "(code 1) and was not started again",
+		"restartPolicy Always restarts it, within 90.500 s (twice its back-off of 40.000 s due to restart 3 in a row", "the pod stayed to the history's end 366.500 s past the exit")
+	if len(res.Evidence[0].Ledger) != 2 {
+		t.Errorf("evidence ledger %+v, want the run's start and exit", res.Evidence[0].Ledger)
+	}
+	mustVerdict(t, CheckBackoff(bg, build(poOnFailure, 1, 400).history(), Options{}), Illegal)
+	// Exit 0 under Always is restarted too.
+	mustVerdict(t, CheckBackoff(bg, build(poAlways, 0, 400).history(), Options{}), Illegal)
+
+	// Not owed, or not yet due: Ok.
+	for name, b := range map[string]*hb{
+		"the history ends before the restart is due": build(poAlways, 1, 125),
+		"OnFailure after exit 0":                     build(poOnFailure, 0, 400),
+	} {
+		res := mustVerdict(t, CheckBackoff(bg, b.history(), Options{}), Ok)
+		if strings.Contains(res.Summary, "not started again") {
+			t.Errorf("%s: %s", name, res.Summary)
+		}
+	}
+	// Never restarts nothing: no restart, none owed.
+	never := boPod(poNever)
+	poLed(never, 2, exit, "c", 1)
+	never.h.End = secs(400)
+	mustVerdict(t, CheckBackoff(bg, never.history(), Options{}), Unknown)
+	// Deleted only long after the restart was due: owed all the same.
+	late := build(poAlways, 1, 200)
+	late.pod(200, modified, 11, poObj("a", poBound("n1"), poPolicy(poAlways), poDeleting("2026-01-01T00:00:00Z", 30)))
+	res = mustVerdict(t, CheckBackoff(bg, late.history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, "the pod stayed until it was marked for deletion, removed or finished 166.500 s past the exit")
+	// A first exit is owed its restart within twice 10 s and the slack.
+	first := func(end float64) *hb {
+		b := boPod(poAlways)
+		poLed(b, 2, exit, "c", 1)
+		return boProgress(b, end)
+	}
+	res = mustVerdict(t, CheckBackoff(bg, first(2+20+10.5+2+1).history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, "within 30.500 s (twice its back-off of 10.000 s due to restart 1 in a row")
+	mustVerdict(t, CheckBackoff(bg, first(2+20+10.5+2-1).history(), Options{}), Unknown)
+	// A history with no restart at all is judged when an exit owed one
+	// (the kubelet may restart nothing), and left alone otherwise.
+	byName := func(h *history.History) map[string]Verdict {
+		out := map[string]Verdict{}
+		for _, r := range Check(bg, h, Options{}) {
+			out[r.Checker] = r.Verdict
+		}
+		return out
+	}
+	if got := byName(first(400).history())[BackoffChecker]; got != Illegal {
+		t.Errorf("the full check of a history whose only exit owed a restart: restart-backoff %q, want Illegal", got)
+	}
+	if got, ok := byName(first(20).history())[BackoffChecker]; ok {
+		t.Errorf("the full check of a history with no restart owed yet ran restart-backoff: %q", got)
+	}
+	// Nothing recorded on the node after the restart was due (its kubelet
+	// may have been starved): not judged.
+	quiet := first(400)
+	quiet.h.Ledger = quiet.h.Ledger[:len(quiet.h.Ledger)-1]
+	mustVerdict(t, CheckBackoff(bg, quiet.history(), Options{}), Unknown)
+	// Any fault in the wait, on any node or none: not judged.
+	elsewhere := first(400)
+	elsewhere.h.Nemesis = append(elsewhere.h.Nemesis, history.Interval{ID: 1, Name: "partition", Start: secs(10), End: secs(12), Healed: true})
+	mustVerdict(t, CheckBackoff(bg, elsewhere.history(), Options{}), Unknown)
+
+	// The pod was deleted, or finished: nothing owed.
+	deleted := build(poAlways, 1, 400)
+	deleted.pod(34, modified, 11, poObj("a", poBound("n1"), poPolicy(poAlways), poDeleting("2026-01-01T00:00:00Z", 30)))
+	mustVerdict(t, CheckBackoff(bg, deleted.history(), Options{}), Ok)
+	failed := build(poAlways, 1, 400)
+	failed.pod(34, modified, 11, poObj("a", poBound("n1"), poPolicy(poAlways), poPhaseIs("Failed")))
+	mustVerdict(t, CheckBackoff(bg, failed.history(), Options{}), Ok)
+	// The kubelet crashed before the restart was due: not judged.
+	crashed := build(poAlways, 1, 400)
+	crashed.h.Nemesis = append(crashed.h.Nemesis, history.Interval{ID: 1, Name: "kill-kubelet", Targets: []string{"kubelet/n1"},
+		Start: secs(100), End: secs(101), Healed: true})
+	mustVerdict(t, CheckBackoff(bg, crashed.history(), Options{}), Ok)
+	// Store events of pods lost: a deletion may be missing.
+	lost := build(poAlways, 1, 400)
+	lost.h.Logs = append(lost.h.Logs, history.LogEntry{Msg: "store events lost", Attrs: map[string]string{"resource": "pods"}})
+	mustVerdict(t, CheckBackoff(bg, lost.history(), Options{}), Ok)
+
+	// Restarted and running at the end: said so.
+	running := boProgress(boLoop(poAlways, 1, 10, 20), 400)
+	res = mustVerdict(t, CheckBackoff(bg, running.history(), Options{}), Ok)
+	mustMention(t, "summary", res.Summary, "1 container of pods alive at the end ran again after each exit their policy restarts")
+}
+
+// boProgress records, at end, a start of another pod's container on n1:
+// the node's runtime went on.
+func boProgress(b *hb, end float64) *hb {
+	return b.led(end, start, "n1", "other-0", "o", ctr("x"))
+}

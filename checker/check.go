@@ -184,12 +184,12 @@ func registry() []checkerDef {
 	}, {
 		Info: Info{
 			Name:        BackoffChecker,
-			Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min)",
+			Description: "from the ledger: restarts stay on their node, obey restartPolicy and wait the back-off (10 s doubling to 300 s, reset after 10 min), and a restart the policy asks for comes",
 			Guarantees:  backoffGuarantees,
 		},
 		assumes: []assumption{assumeRecorderClock, assumeNodeClock},
 		reads:   []viewPart{partRuns, partPods, partNodes},
-		applies: func(v *view) bool { return boHasRestart(v.h.Ledger) },
+		applies: backoffApplies,
 		check:   checkBackoff,
 	}, {
 		Info: Info{

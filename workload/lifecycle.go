@@ -59,11 +59,11 @@ var lifecycleVariants = []lifecycleVariant{
 		setScript(p.Annotations, "init-a", "run=1s")
 		setScript(p.Annotations, "init-b", "run=2s")
 	}},
+	// A failing init container: the pod fails under Never; under
+	// OnFailure and Always the init container restarts with back-off and
+	// the app never starts (LC-6, LC-10).
 	{"init-fail", func(p *corev1.Pod, rng *rand.Rand) {
-		policy := corev1.RestartPolicyOnFailure
-		if rng.IntN(2) == 0 {
-			policy = corev1.RestartPolicyNever
-		}
+		policy := []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure, corev1.RestartPolicyAlways}[rng.IntN(3)]
 		appPod(p, policy, "")
 		p.Spec.InitContainers = []corev1.Container{simContainer("init")}
 		setScript(p.Annotations, "init", "run=1s exit=1")

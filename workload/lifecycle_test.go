@@ -12,6 +12,7 @@ func TestLifecycleVariants(t *testing.T) {
 	w := &Lifecycle{}
 	w.defaults()
 	policies := map[corev1.RestartPolicy]bool{}
+	initFail := map[corev1.RestartPolicy]bool{} // the policies of failing init containers
 	var has struct{ init, startup, liveness, readiness, gate, hang, ignoreTerm, completes bool }
 	for _, v := range lifecycleVariants {
 		for variant := range uint64(20) {
@@ -26,6 +27,9 @@ func TestLifecycleVariants(t *testing.T) {
 				t.Fatalf("%s: no restart policy", value)
 			}
 			policies[pod.Spec.RestartPolicy] = true
+			if v.name == "init-fail" {
+				initFail[pod.Spec.RestartPolicy] = true
+			}
 			scripts := checkScripts(t, pod.Annotations, pod.Spec)
 			for name := range pod.Annotations {
 				if _, ok := scripts[name[len("podsafe.io/script."):]]; !ok {
@@ -50,6 +54,9 @@ func TestLifecycleVariants(t *testing.T) {
 	}
 	if len(policies) != 3 {
 		t.Errorf("restart policies used: %v, want all three", policies)
+	}
+	if len(initFail) != 3 {
+		t.Errorf("failing init containers under %v, want all three restart policies", initFail)
 	}
 	if want := (struct{ init, startup, liveness, readiness, gate, hang, ignoreTerm, completes bool }{
 		true, true, true, true, true, true, true, true}); has != want {
