@@ -105,6 +105,10 @@ type rsPending struct {
 	inFlight int // create calls not returned yet
 }
 
+func newRSPending() *rsPending {
+	return &rsPending{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}, seen: map[string]bool{}}
+}
+
 // observed notes that the pod informer delivered p (added, changed or
 // removed): a pod the controller created is then no longer in flight, even
 // if the lister no longer shows it by the next sync (created and deleted
@@ -146,6 +150,19 @@ func NewReplicaSet(cfg ReplicaSetConfig) (*ReplicaSet, error) {
 	}
 	rc.queue = newKeyQueue("replicaset", cfg.Clock, cfg.Logger, rc.sync)
 	if err := addHandler(setInf.Informer(), rc.queue.handlerFuncs()); err != nil {
+		return nil, err
+	}
+	// A set gone leaves nothing pending.
+	if err := addHandler(setInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if set, ok := obj.(*appsv1.ReplicaSet); ok {
+			rc.mu.Lock()
+			delete(rc.pending, set.UID)
+			rc.mu.Unlock()
+		}
+	}}); err != nil {
 		return nil, err
 	}
 	podOwner := func(obj any) {
@@ -251,7 +268,7 @@ func (rc *ReplicaSet) reconcilePending(uid types.UID, owned []*corev1.Pod) ([]*c
 	defer rc.mu.Unlock()
 	pd := rc.pending[uid]
 	if pd == nil {
-		pd = &rsPending{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}, seen: map[string]bool{}}
+		pd = newRSPending()
 		rc.pending[uid] = pd
 	}
 	var active []*corev1.Pod
@@ -297,6 +314,9 @@ func (rc *ReplicaSet) createPod(ctx context.Context, set *appsv1.ReplicaSet) err
 	}
 	rc.mu.Lock()
 	pd := rc.pending[set.UID] // made by reconcilePending in this sync
+	if pd == nil {
+		pd = newRSPending() // the set went meanwhile: kept by no one
+	}
 	pd.inFlight++
 	rc.mu.Unlock()
 	created, err := rc.cfg.Client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})

@@ -181,3 +181,34 @@ func TestReplicaSetObservedCreate(t *testing.T) {
 		t.Fatalf("after the informer showed web-1: in flight %d, waiting %v; want 0, false", n, waiting)
 	}
 }
+
+// TestReplicaSetForgetsDeletedSet: what a set had pending goes with it.
+func TestReplicaSetForgetsDeletedSet(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	set := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "set-uid"}}
+	cs := fake.NewClientset(set)
+	rc, err := NewReplicaSet(ReplicaSetConfig{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.factory.Start(ctx.Done())
+	rc.factory.WaitForCacheSync(ctx.Done())
+	rc.reconcilePending(set.UID, nil)
+	pending := func() int {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.pending)
+	}
+	if pending() != 1 {
+		t.Fatalf("%d sets pending, want 1", pending())
+	}
+	if err := cs.AppsV1().ReplicaSets("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return pending() == 0, nil
+	}); err != nil {
+		t.Fatalf("the deleted set is still pending: %d", pending())
+	}
+}
