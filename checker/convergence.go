@@ -291,13 +291,14 @@ func CheckConvergence(ctx context.Context, h *history.History, opts Options) Res
 		judged = fmt.Sprintf("%s, %s, %s and %s", count(len(st.Pods), "pod"), count(len(st.StatefulSets), "StatefulSet"),
 			count(len(st.ReplicaSets), "ReplicaSet"), count(len(st.Deployments), "Deployment"))
 	}
+	gone := ""
 	if len(st.Gone) > 0 {
 		// The garbage collector's rules judged what refers to these.
-		judged += fmt.Sprintf(", and nothing refers to the %s whose removal was recorded", count(len(st.Gone), "owner"))
+		gone = fmt.Sprintf(", and nothing refers to the %s whose removal was recorded", count(len(st.Gone), "owner"))
 	}
 	if len(div) == 0 {
-		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say",
-			round(time.Duration(float64(h.End-healed)*scale)), judged))
+		return res.finish(Ok, fmt.Sprintf("the cluster converged: at the history's end (%s after the final heal, scaled) %s are where their objects say%s",
+			round(time.Duration(float64(h.End-healed)*scale)), judged, gone))
 	}
 	if at, ok := lookedConverged(h.Logs); ok && at >= healed {
 		// The run saw the cluster converged, and it moved on since: the
