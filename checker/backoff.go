@@ -109,13 +109,17 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 	for _, k := range order {
 		idx := byCtr[k]
 		level := -1 // the back-off exponent of the previous restart; -1: none yet or reset
+		// sure: the kubelet's own count is known to be level (no fault
+		// touched it, no run ended near the reset): the restarts owed
+		// after the last exit are then held to it, else to BackoffMax.
+		sure := true
 		for n := 1; n < len(idx); n++ {
 			if st.stopped() {
 				return res.cancelled("the restarts")
 			}
 			prev, cur := runs[idx[n-1]], runs[idx[n]]
 			if prev.end == endless {
-				level = -1
+				level, sure = -1, false
 				continue // started again while running: not a restart
 			}
 			restarts++
@@ -139,6 +143,9 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 			gap := startE.Scaled.Sub(exitE.Scaled)
 			maxDelay = max(maxDelay, gap)
 			ran := exitE.Scaled.Sub(ledger[prev.start].Scaled)
+			if gapDisturbed || runDisturbed || boResetUnclear(ran) {
+				sure = false
+			}
 			switch {
 			case level < 0 || runDisturbed || ran >= BackoffReset-backoffResetSlack:
 				level = 0
@@ -160,6 +167,9 @@ func checkBackoff(ctx context.Context, v *view, opts Options) Result {
 					desc: fmt.Sprintf("container %q of pod %s (UID %s) on %s restarted %s after its exit at %s (start at %s), before the back-off of %s due to restart %d in a row (the run before lasted %s; tolerance %s)",
 						k.container, cur.pod, exitE.UID, cur.node, seconds(gap), at(ledger, prev.end), at(ledger, cur.start), seconds(want), level+1, seconds(ran), BackoffTolerance)})
 			}
+		}
+		if !sure {
+			level = levelUnknown
 		}
 		levels[k] = level
 	}
@@ -212,6 +222,16 @@ const (
 	owedRestartSlack     = 10 * time.Second // scaled
 	owedRestartWallSlack = 2 * time.Second  // wall
 )
+
+// levelUnknown is a back-off level past the cap: a container whose count
+// the checker cannot follow is owed its restart within BackoffMax.
+const levelUnknown = 64
+
+// boResetUnclear reports a run whose length is too near BackoffReset to
+// tell whether the kubelet started its count over.
+func boResetUnclear(ran time.Duration) bool {
+	return ran >= BackoffReset-backoffResetSlack && ran < BackoffReset+backoffResetSlack
+}
 
 // boCtrKey is one container of one pod instance.
 type boCtrKey struct{ uid, container string }
@@ -311,11 +331,19 @@ func owedRestarts(h *history.History, ledger []history.LedgerEntry, runs []run, 
 		// The back-off the restart waits: the next level after the last
 		// restart, from 10 s again after a long or disturbed run; twice
 		// that (within the cap) for slack.
-		prev, restartedBefore := levels[k]
-		level := prev + 1
+		// The back-off the kubelet waits is at most that of the level
+		// after its last restart; a count some fault touched, or a run
+		// that ended near the reset, is held to BackoffMax.
+		prev, ok := levels[k]
 		ran := exitE.Scaled.Sub(ledger[last.start].Scaled)
-		if !restartedBefore || prev < 0 || ran >= BackoffReset-backoffResetSlack || dist.touches(last.node, ledger[last.start].T, exitE.T) {
+		var level int
+		switch {
+		case prev == levelUnknown || boResetUnclear(ran) || dist.touches(last.node, ledger[last.start].T, exitE.T):
+			level = levelUnknown
+		case !ok || prev < 0 || ran >= BackoffReset+backoffResetSlack:
 			level = 0
+		default:
+			level = prev + 1
 		}
 		wait := min(2*boDelay(level), BackoffMax) + BackoffTolerance + owedRestartSlack
 		dueT := exitE.T + int64(float64(wait)/scale) + int64(owedRestartWallSlack)
@@ -331,9 +359,13 @@ func owedRestarts(h *history.History, ledger []history.LedgerEntry, runs []run, 
 		if alive != math.MaxInt64 {
 			until = "until it was marked for deletion, removed or finished"
 		}
+		why := fmt.Sprintf("twice its back-off of %s due to restart %d in a row, at most %s", seconds(boDelay(level)), level+1, BackoffMax)
+		if level == levelUnknown {
+			why = fmt.Sprintf("the longest back-off, %s: a fault touched its count or a run ended near the reset", BackoffMax)
+		}
 		out = append(out, boViolation{key: last.pod, t: dueT, idx: []int{last.start, last.end},
-			desc: fmt.Sprintf("container %q of pod %s (UID %s) on %s exited at %s (code %d) and was not started again, though its pod's restartPolicy %s restarts it, within %s (twice its back-off of %s due to restart %d in a row, at most %s, with slack %s scaled and %s wall); the pod stayed %s %s past the exit",
-				k.container, last.pod, exitE.UID, last.node, at(ledger, last.end), exitE.ExitCode, policyName(spec), seconds(wait), seconds(boDelay(level)), level+1, BackoffMax,
+			desc: fmt.Sprintf("container %q of pod %s (UID %s) on %s exited at %s (code %d) and was not started again, though its pod's restartPolicy %s restarts it, within %s (%s, with slack %s scaled and %s wall); the pod stayed %s %s past the exit",
+				k.container, last.pod, exitE.UID, last.node, at(ledger, last.end), exitE.ExitCode, policyName(spec), seconds(wait), why,
 				owedRestartSlack, owedRestartWallSlack, until, seconds(time.Duration(float64(min(alive, h.End)-exitE.T)*scale)))})
 	}
 	return out, restarted

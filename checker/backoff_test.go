@@ -304,6 +304,18 @@ func TestBackoffOwedRestart(t *testing.T) {
 	failed := build(poAlways, 1, 400)
 	failed.pod(34, modified, 11, poObj("a", poBound("n1"), poPolicy(poAlways), poPhaseIs("Failed")))
 	mustVerdict(t, CheckBackoff(bg, failed.history(), Options{}), Ok)
+	// A fault touched the count (a kubelet paused between two earlier
+	// restarts): the kubelet may wait up to BackoffMax, and did not.
+	paused := build(poAlways, 1, 400)
+	paused.h.Nemesis = append(paused.h.Nemesis, history.Interval{ID: 1, Name: "pause-kubelet", Targets: []string{"kubelet/n1"},
+		Start: secs(12), End: secs(12.2), Healed: true})
+	res = mustVerdict(t, CheckBackoff(bg, paused.history(), Options{}), Illegal)
+	mustMention(t, "evidence", res.Evidence[0].Description, "within 310.500 s (the longest back-off, 5m0s: a fault touched its count")
+	// ... but not before BackoffMax and the slack passed (the pause
+	// left no restart judged on back-off either: Unknown).
+	pausedShort := build(poAlways, 1, 33.5+300)
+	pausedShort.h.Nemesis = paused.h.Nemesis
+	mustVerdict(t, CheckBackoff(bg, pausedShort.history(), Options{}), Unknown)
 	// The kubelet crashed before the restart was due: not judged.
 	crashed := build(poAlways, 1, 400)
 	crashed.h.Nemesis = append(crashed.h.Nemesis, history.Interval{ID: 1, Name: "kill-kubelet", Targets: []string{"kubelet/n1"},
