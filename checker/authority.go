@@ -69,7 +69,9 @@ var forceGuarantees = []string{"PS-8", "PS-9", "PS-10", "PS-14"}
 // a pod its kubelet had not finished (PS-8, LC-11). So is every graceful
 // deletion by admin, the workload, the scheduler or a controller (see
 // refusedGraceful): the API server must not refuse it (LC-11, PS-3). LC-11
-// and PS-3 are listed only when these rules judged something.
+// and PS-3 are listed only when these rules judged something. And the
+// garbage collector deletes no dependent of an owner deleted with
+// propagationPolicy Orphan (see orphanDeletions; PS-9).
 //
 // PS-14 is the fencing controller's rule: the result lists it only when the
 // history holds a call of the fencing controller. A run without one (no
@@ -205,6 +207,8 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 	res.Stats.Checked += remJudged
 	refEv, refIllegal, refJudged, refWhy := refusedGraceful(h, opts.maxEvidence())
 	res.Stats.Checked += refJudged
+	orphEv, orphIllegal, orphJudged, orphWhy := orphanDeletions(h, opts.maxEvidence())
+	res.Stats.Checked += orphJudged
 	if refJudged == 0 {
 		res.Guarantees = slices.DeleteFunc(slices.Clone(res.Guarantees), func(id string) bool { return id == "PS-3" })
 	}
@@ -224,6 +228,9 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 		notes = append(notes, "refusals of graceful deletions not judged: "+refWhy)
 	case refJudged > 0 && refIllegal == 0:
 		notes = append(notes, fmt.Sprintf("none of %s was refused", count(refJudged, "graceful deletion")))
+	}
+	if orphWhy == "" && orphJudged > 0 && orphIllegal == 0 {
+		notes = append(notes, fmt.Sprintf("the garbage collector deleted none of %s of owners deleted with propagationPolicy Orphan", count(orphJudged, "dependent")))
 	}
 	if idle > 0 {
 		notes = append(notes, fmt.Sprintf("%s by controllers or users of pods with no container running throughout (unbound, terminal or finished: no force deletion in effect) not judged", count(idle, "grace-0 deletion")))
@@ -245,7 +252,7 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 		suffix = "; " + strings.Join(notes, "; ")
 	}
 	switch {
-	case illegal > 0 || crossIllegal > 0 || remIllegal > 0 || refIllegal > 0:
+	case illegal > 0 || crossIllegal > 0 || remIllegal > 0 || refIllegal > 0 || orphIllegal > 0:
 		// Only the guarantees a violation breaks are named.
 		var parts []string
 		res.Guarantees = nil
@@ -278,6 +285,13 @@ func checkAuthority(ctx context.Context, v *view, opts Options) Result {
 			}
 			res.Evidence = append(res.Evidence, refEv...)
 			parts = append(parts, fmt.Sprintf("%s refused, first %s", count(refIllegal, "graceful deletion"), refEv[0].Description))
+		}
+		if orphIllegal > 0 {
+			if !slices.Contains(res.Guarantees, "PS-9") {
+				res.Guarantees = append(res.Guarantees, "PS-9")
+			}
+			res.Evidence = append(res.Evidence, orphEv...)
+			parts = append(parts, fmt.Sprintf("%s by the garbage collector of dependents it should have orphaned, first %s", count(orphIllegal, "deletion"), orphEv[0].Description))
 		}
 		return res.finish(Illegal, strings.Join(parts, "; ")+suffix)
 	case undecided > 0:
