@@ -17,7 +17,9 @@ func orphanRun(policy string, gc ...string) *hb {
 	obj := func(kind, name, uid, owners string) []byte {
 		return []byte(fmt.Sprintf(`{"kind":%q,"metadata":{"namespace":"ns","name":%q,"uid":%q,"ownerReferences":[%s]}}`, kind, name, uid, owners))
 	}
-	ref := func(uid string) string { return fmt.Sprintf(`{"kind":"ReplicaSet","name":"x","uid":%q,"controller":true}`, uid) }
+	ref := func(uid string) string {
+		return fmt.Sprintf(`{"kind":"ReplicaSet","name":"x","uid":%q,"controller":true}`, uid)
+	}
 	b.h.Store = append(b.h.Store,
 		history.StoreEvent{Type: history.StoreAdded, Resource: "replicasets.apps", Namespace: "ns", Name: "web", Object: obj("ReplicaSet", "web", "u-web", ""), T: secs(1)},
 		history.StoreEvent{Type: history.StoreAdded, Resource: "pods", Namespace: "ns", Name: "web-a", Object: obj("Pod", "web-a", "p-a", ref("u-web")), T: secs(2)},
