@@ -60,8 +60,8 @@ func orphanDeletions(h *history.History, maxEvidence int) (ev []Evidence, illega
 			illegal++
 			if len(ev) < maxEvidence {
 				ev = append(ev, Evidence{Key: podRef(ns, c.Name), At: c.Invoke, Ops: []history.Op{*op}, API: []history.APICall{*c},
-					Description: fmt.Sprintf("PS-9: %s (t=%s) deleted %s %s, a dependent of %s, whose deletion asked for propagationPolicy Orphan (%s at t=%s): the collector must orphan it, not delete it",
-						callRef(c), time.Duration(c.Invoke), strings.TrimSuffix(c.Resource, "s"), podRef(ns, c.Name), op.Key, op.Func, time.Duration(op.Invoke))})
+					Description: fmt.Sprintf("PS-9: %s deleted %s %s, a dependent of %s, whose deletion asked for propagationPolicy Orphan (%s at t=%s): the collector must orphan it, not delete it",
+						callRef(c), strings.TrimSuffix(c.Resource, "s"), podRef(ns, c.Name), op.Key, op.Func, time.Duration(op.Invoke))})
 			}
 		}
 	}
