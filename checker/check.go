@@ -178,7 +178,7 @@ func registry() []checkerDef {
 			Guarantees:  phasesGuarantees,
 		},
 		assumes: []assumption{assumeRecorderClock},
-		reads:   []viewPart{partPods},
+		reads:   []viewPart{partPods, partRuns, partNodes},
 		applies: func(v *view) bool { return poHasPods(v.h.Store) },
 		check:   checkPhases,
 	}, {

@@ -95,10 +95,23 @@ func checkPhases(ctx context.Context, v *view, opts Options) Result {
 		return res.cancelled("the pod phases")
 	}
 	vs = append(vs, ledgerVs...)
+	runs, ok := v.runs(ctx)
+	if !ok {
+		return res.cancelled("the pod phases")
+	}
+	nodes, ok := v.nodes(ctx)
+	if !ok {
+		return res.cancelled("the pod phases")
+	}
+	doneVs, finished := poUnfinished(h, pi, runs, newBoDisturbances(h, h.Ledger, nodes.fences))
+	vs = append(vs, doneVs...)
 
 	notes := ""
 	if undecoded > 0 {
 		notes = fmt.Sprintf("; %s not decoded", count(undecoded, "pod store event"))
+	}
+	if finished > 0 && len(doneVs) == 0 {
+		notes += fmt.Sprintf("; each of %s whose containers all exited for good was recorded Succeeded or Failed in time", count(finished, "pod"))
 	}
 	if len(vs) == 0 {
 		return res.finish(Ok, fmt.Sprintf("%s of %s followed the lifecycle: no phase went back, no terminal phase changed, no pod was rebound, no deletion was undone or lengthened, conditions agreed with phase and containers, and %s kept the init order%s",
