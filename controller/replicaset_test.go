@@ -212,3 +212,41 @@ func TestReplicaSetForgetsDeletedSet(t *testing.T) {
 		t.Fatalf("the deleted set is still pending: %d", pending())
 	}
 }
+
+// TestUpdateStatusSkipsCurrent: a status that already says what the pods
+// say is not written again (each sync would otherwise write it).
+func TestUpdateStatusSkipsCurrent(t *testing.T) {
+	set := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Generation: 3},
+		Status: appsv1.ReplicaSetStatus{ObservedGeneration: 3, Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1}}
+	cs := fake.NewClientset(set)
+	rc, err := NewReplicaSet(ReplicaSetConfig{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := []*corev1.Pod{makePod("a").node("n").ready().obj(), makePod("b").node("n").obj()}
+	cs.ClearActions()
+	if err := rc.updateStatus(context.Background(), set, owned); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Fatalf("a current status was written again: %d calls (%v)", n, cs.Actions())
+	}
+	// Any field behind is written.
+	for name, behind := range map[string]func(*appsv1.ReplicaSetStatus){
+		"observedGeneration": func(s *appsv1.ReplicaSetStatus) { s.ObservedGeneration = 2 },
+		"replicas":           func(s *appsv1.ReplicaSetStatus) { s.Replicas = 1 },
+		"ready":              func(s *appsv1.ReplicaSetStatus) { s.ReadyReplicas = 0 },
+		"available":          func(s *appsv1.ReplicaSetStatus) { s.AvailableReplicas = 0 },
+		"fullyLabeled":       func(s *appsv1.ReplicaSetStatus) { s.FullyLabeledReplicas = 1 },
+	} {
+		old := set.DeepCopy()
+		behind(&old.Status)
+		cs.ClearActions()
+		if err := rc.updateStatus(context.Background(), old, owned); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(cs.Actions()); n != 1 {
+			t.Errorf("%s behind: %d calls, want 1 status write", name, n)
+		}
+	}
+}
