@@ -543,3 +543,36 @@ func TestPressureNeverLostBetweenPosts(t *testing.T) {
 		t.Fatalf("pressure posted, then gone: post %v (stale %v), want false", pressure, stale)
 	}
 }
+
+// TestRunEvictionThresholds: the eviction loop runs when either threshold
+// is set (hard alone evicts at its next look) and not at all without one.
+func TestRunEvictionThresholds(t *testing.T) {
+	rt := newStuckRuntime()
+	k, clk := newEvictionKubelet(t, rt, func(c *Config) { c.EvictionHard = 1 << 30 })
+	first := addPod(k, rt, "first", 600, 100, 0)
+	addPod(k, rt, "next", 600, 100, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.runEviction(ctx)
+	}()
+	eventually(t, "the loop waits for its first look", clk.HasWaiters)
+	clk.Step(DefaultEvictionEvery)
+	eventually(t, "first evicted at the first look, hard threshold alone", func() bool { return evictRequest(first) != nil })
+	cancel()
+	rt.exit("first")
+	<-done
+
+	none, _ := newEvictionKubelet(t, newStuckRuntime(), func(*Config) {})
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		none.runEviction(context.Background())
+	}()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("with no threshold the eviction loop ran")
+	}
+}
