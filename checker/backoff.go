@@ -233,6 +233,43 @@ func boResetUnclear(ran time.Duration) bool {
 	return ran >= BackoffReset-backoffResetSlack && ran < BackoffReset+backoffResetSlack
 }
 
+// livenessWaits says which waits a liveness rule (something owed by a
+// time: a restart, a terminal phase) may judge. Any fault may delay what
+// is owed (a kubelet cut off, or an API slowed by a raft partition, may
+// wait on a call), and so may a kubelet crashed, paused, with its clock
+// moved, or a node powered off or fenced (dist); and a kubelet starved of
+// CPU: so only a wait no fault overlaps, after which the node's runtime
+// recorded something, is judged.
+type livenessWaits struct {
+	faults     [][2]int64
+	lastOnNode map[string]int64
+	dist       *boDisturbances
+}
+
+func newLivenessWaits(h *history.History, dist *boDisturbances) *livenessWaits {
+	l := &livenessWaits{lastOnNode: map[string]int64{}, dist: dist}
+	for i := range h.Nemesis {
+		f := &h.Nemesis[i]
+		end := f.End
+		if !f.Healed {
+			end = max(h.End, f.End)
+		}
+		l.faults = append(l.faults, [2]int64{f.Start - int64(backoffFaultMargin), end + int64(backoffFaultMargin)})
+	}
+	l.faults = boMerge(l.faults)
+	for i := range h.Ledger {
+		e := &h.Ledger[i]
+		l.lastOnNode[e.Node] = max(l.lastOnNode[e.Node], e.T)
+	}
+	return l
+}
+
+// judgeable reports whether the wait on node from from to to (recorder
+// time) may be judged.
+func (l *livenessWaits) judgeable(node string, from, to int64) bool {
+	return l.lastOnNode[node] >= to && !l.dist.touches(node, from, to) && !boOverlaps(l.faults, from, to)
+}
+
 // boCtrKey is one container of one pod instance.
 type boCtrKey struct{ uid, container string }
 
@@ -292,25 +329,7 @@ func owedRestarts(h *history.History, ledger []history.LedgerEntry, runs []run, 
 		return nil, 0
 	}
 	scale := historyScale(h)
-	// Any fault may delay a restart (a kubelet cut off, or an API slowed
-	// by a raft partition, may wait on a call), so only exits whose wait
-	// no fault overlaps are judged.
-	var faults [][2]int64
-	for i := range h.Nemesis {
-		f := &h.Nemesis[i]
-		end := f.End
-		if !f.Healed {
-			end = max(h.End, f.End)
-		}
-		faults = append(faults, [2]int64{f.Start - int64(backoffFaultMargin), end + int64(backoffFaultMargin)})
-	}
-	faults = boMerge(faults)
-	// A restart is judged missing only when its node's runtime recorded
-	// something after it was due: the kubelet there was not starved.
-	lastOnNode := map[string]int64{}
-	for i := range ledger {
-		lastOnNode[ledger[i].Node] = max(lastOnNode[ledger[i].Node], ledger[i].T)
-	}
+	quiet := newLivenessWaits(h, dist)
 	var out []boViolation
 	restarted := 0
 	for _, k := range order {
@@ -347,8 +366,7 @@ func owedRestarts(h *history.History, ledger []history.LedgerEntry, runs []run, 
 		}
 		wait := min(2*boDelay(level), BackoffMax) + BackoffTolerance + owedRestartSlack
 		dueT := exitE.T + int64(float64(wait)/scale) + int64(owedRestartWallSlack)
-		if exitE.Action != history.LedgerExit || dueT > h.End || dueT >= alive || lastOnNode[last.node] < dueT ||
-			dist.touches(last.node, exitE.T, dueT) || boOverlaps(faults, exitE.T, dueT) {
+		if exitE.Action != history.LedgerExit || dueT > h.End || dueT >= alive || !quiet.judgeable(last.node, exitE.T, dueT) {
 			continue
 		}
 		spec := pods.spec(k.uid)

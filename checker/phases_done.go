@@ -27,20 +27,7 @@ func poUnfinished(h *history.History, pods *podIndex, runs []run, dist *boDistur
 	}
 	scale := historyScale(h)
 	wait := int64(float64(BackoffTolerance+owedRestartSlack)/scale) + int64(owedRestartWallSlack)
-	var faults [][2]int64
-	for i := range h.Nemesis {
-		f := &h.Nemesis[i]
-		end := f.End
-		if !f.Healed {
-			end = max(h.End, f.End)
-		}
-		faults = append(faults, [2]int64{f.Start - int64(backoffFaultMargin), end + int64(backoffFaultMargin)})
-	}
-	faults = boMerge(faults)
-	lastOnNode := map[string]int64{}
-	for i := range h.Ledger {
-		lastOnNode[h.Ledger[i].Node] = max(lastOnNode[h.Ledger[i].Node], h.Ledger[i].T)
-	}
+	quiet := newLivenessWaits(h, dist)
 	lastRun := map[boCtrKey]int{} // the last run of each container, index into runs
 	for i, r := range runs {
 		lastRun[boCtrKey{r.uid, r.container}] = i
@@ -85,8 +72,7 @@ func poUnfinished(h *history.History, pods *podIndex, runs []run, dist *boDistur
 		}
 		due := done + wait
 		alive := poAliveUntil(ph)
-		if due > h.End || lastOnNode[node] < due || (alive != math.MaxInt64 && alive <= due && !poTerminalBy(ph, alive)) ||
-			dist.touches(node, done, due) || boOverlaps(faults, done, due) {
+		if due > h.End || (alive != math.MaxInt64 && alive <= due && !poTerminalBy(ph, alive)) || !quiet.judgeable(node, done, due) {
 			continue
 		}
 		judged++
