@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/podsafe/podsafe/history"
@@ -71,12 +70,14 @@ func poUnfinished(h *history.History, pods *podIndex, runs []run, dist *boDistur
 			continue
 		}
 		due := done + wait
-		alive := poAliveUntil(ph)
-		if due > h.End || (alive != math.MaxInt64 && alive <= due && !poTerminalBy(ph, alive)) || !quiet.judgeable(node, done, due) {
+		terminalAt, terminal := poTerminalAt(ph)
+		// Marked for deletion or removed before it was due, and not
+		// terminal first: not judged.
+		if alive := poAliveUntil(ph); due > h.End || (alive <= due && !(terminal && terminalAt <= alive)) || !quiet.judgeable(node, done, due) {
 			continue
 		}
 		judged++
-		if at, reached := poTerminalAt(ph); reached && at <= due {
+		if terminal && terminalAt <= due {
 			continue
 		}
 		want := "Succeeded"
@@ -84,8 +85,8 @@ func poUnfinished(h *history.History, pods *podIndex, runs []run, dist *boDistur
 			want = "Failed"
 		}
 		late := fmt.Sprintf("never recorded it Succeeded or Failed (it should be %s)", want)
-		if at, reached := poTerminalAt(ph); reached {
-			late = fmt.Sprintf("recorded it terminal only at t=%s, %s after that exit", time.Duration(at), seconds(time.Duration(float64(at-done)*scale)))
+		if terminal {
+			late = fmt.Sprintf("recorded it terminal only at t=%s, %s after that exit", time.Duration(terminalAt), seconds(time.Duration(float64(terminalAt-done)*scale)))
 		}
 		out = append(out, poViolation{uid: ph.uid, key: podRef(spec.Metadata.Namespace, spec.Metadata.Name), guarantee: "LC-2", t: due,
 			desc: fmt.Sprintf("every container exited for good under restartPolicy %s, the last at t=%s on %s, yet the store %s: the kubelet reports the phase within %s (%s scaled and %s wall)",
@@ -104,10 +105,4 @@ func poTerminalAt(ph *poPodHistory) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// poTerminalBy reports whether the pod was Succeeded or Failed by t.
-func poTerminalBy(ph *poPodHistory, t int64) bool {
-	at, ok := poTerminalAt(ph)
-	return ok && at <= t
 }
